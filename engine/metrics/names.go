@@ -1,0 +1,51 @@
+package metrics
+
+// Metric names, namespaced after veRL/RAGEN. Every metric the engine reports
+// is named here and nowhere else.
+const (
+	// rollout: rewards before filtering
+	RewardMean       = "rollout/reward_mean"                // mean trajectory reward
+	RewardStd        = "rollout/reward_std"                 // std of trajectory reward over the batch
+	InGroupStd       = "rollout/in_group_reward_std"        // mean over groups of in-group reward std
+	InGroupMean      = "rollout/in_group_reward_mean"       // mean over groups of in-group reward mean
+	InGroupMax       = "rollout/in_group_reward_max"        // mean over groups of in-group reward max
+	FilterKeepRatio  = "rollout/filter_kept_ratio"          // fraction of groups kept by the filter
+	ChosenInGroupStd = "rollout/chosen_in_group_reward_std" // in-group std over kept groups
+
+	// env: behaviour of the agent in the environment
+	SuccessRate       = "env/success_rate"        // training rollouts
+	ValSuccessRate    = "val/success_rate"        // held-out seeds
+	ValRewardMean     = "val/reward_mean"         // held-out seeds
+	FormatValidRate   = "env/format_valid_rate"   // turns whose answer parsed
+	InvalidActionRate = "env/invalid_action_rate" // actions not in the action set
+	TurnsMean         = "env/turns_mean"          // turns per trajectory
+	ActionsMean       = "env/num_actions"         // executed actions per trajectory
+
+	// response: what the policy wrote
+	ResponseTokens = "response/tokens_mean"        // agent tokens per trajectory
+	ThinkTokens    = "response/think_tokens_mean"  // tokens inside <think> per turn
+	AnswerTokens   = "response/answer_tokens_mean" // tokens inside <answer> per turn
+
+	// actor: the policy update
+	Entropy       = "actor/entropy"   // mean token entropy of the rollout policy
+	GradNorm      = "actor/grad_norm" // before clipping
+	PolicyLoss    = "actor/pg_loss"
+	ClipFrac      = "actor/pg_clipfrac"       // ratio above 1+clip_high (positive advantages)
+	ClipFracLower = "actor/pg_clipfrac_lower" // ratio below 1-clip_low (negative advantages)
+	ApproxKL      = "actor/ppo_kl"            // to the old (rollout) policy
+	RefKL         = "actor/kl_loss"           // to the frozen reference policy
+	LearningRate  = "actor/lr"
+
+	// critic
+	ValueLoss      = "critic/vf_loss"
+	CriticGradNorm = "critic/grad_norm"
+	ExplainedVar   = "critic/vf_explained_var"
+	ValueClipFrac  = "critic/vf_clipfrac"
+
+	// timing and throughput
+	TimeRollout   = "timing_s/rollout"
+	TimeTrain     = "timing_s/train"
+	TimeWarmStart = "timing_s/warm_start"
+	TimeStep      = "timing_s/step"
+	TokensPerSec  = "perf/tokens_per_s"
+)

@@ -1,0 +1,3 @@
+module github.com/ragen-go/ragen
+
+go 1.26
