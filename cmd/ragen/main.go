@@ -12,7 +12,7 @@ import (
 
 // A command is one subcommand: `ragen NAME args...`.
 type command struct {
-	summary string                  // one line for the usage text
+	summary string                    // one line for the usage text
 	run     func(args []string) error // args exclude the command name
 }
 
