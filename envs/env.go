@@ -11,8 +11,9 @@ package envs
 // shared turn runner (RunTurn) parses the response, maps the action names and
 // calls Step once per action, in order, stopping when Step reports Done.
 type Env interface {
-	// Describe returns the text and limits the prompt is built from. It does
-	// not change between episodes of one instance.
+	// Describe returns the text and limits the prompt is built from. It may
+	// change only at Reset (Bandit draws its arm names there), so callers
+	// read it after each Reset.
 	Describe() Description
 
 	// Reset starts a new episode. The same seed gives the same initial state.

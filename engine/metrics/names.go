@@ -11,6 +11,7 @@ const (
 	InGroupMax       = "rollout/in_group_reward_max"        // mean over groups of in-group reward max
 	FilterKeepRatio  = "rollout/filter_kept_ratio"          // fraction of groups kept by the filter
 	ChosenInGroupStd = "rollout/chosen_in_group_reward_std" // in-group std over kept groups
+	ZeroStdGroups    = "rollout/zero_std_groups"            // fraction of groups whose rewards are all equal
 
 	// env: behaviour of the agent in the environment
 	SuccessRate       = "env/success_rate"        // training rollouts
@@ -20,9 +21,12 @@ const (
 	InvalidActionRate = "env/invalid_action_rate" // actions not in the action set
 	TurnsMean         = "env/turns_mean"          // turns per trajectory
 	ActionsMean       = "env/num_actions"         // executed actions per trajectory
+	PassAtGroup       = "env/pass_at_group"       // groups where some member succeeded
 
 	// response: what the policy wrote
 	ResponseTokens = "response/tokens_mean"        // agent tokens per trajectory
+	TurnTokens     = "response/turn_tokens_mean"   // agent tokens per turn
+	ClosedRate     = "response/closed_rate"        // turns that ended with </answer>, not the token limit
 	ThinkTokens    = "response/think_tokens_mean"  // tokens inside <think> per turn
 	AnswerTokens   = "response/answer_tokens_mean" // tokens inside <answer> per turn
 
@@ -30,8 +34,10 @@ const (
 	Entropy       = "actor/entropy"   // mean token entropy of the rollout policy
 	GradNorm      = "actor/grad_norm" // before clipping
 	PolicyLoss    = "actor/pg_loss"
-	ClipFrac      = "actor/pg_clipfrac"       // ratio above 1+clip_high (positive advantages)
-	ClipFracLower = "actor/pg_clipfrac_lower" // ratio below 1-clip_low (negative advantages)
+	ClipFrac      = "actor/pg_clipfrac"       // veRL: tokens where either PPO bound clipped the objective
+	ClipFracLower = "actor/pg_clipfrac_lower" // veRL: tokens bound by the dual clip (negative advantages)
+	ClipFracHigh  = "actor/clipfrac_high"     // A > 0 and ratio > 1+clip_high (the clip-higher bound)
+	ClipFracLow   = "actor/clipfrac_low"      // A < 0 and ratio < 1-clip_low
 	ApproxKL      = "actor/ppo_kl"            // to the old (rollout) policy
 	RefKL         = "actor/kl_loss"           // to the frozen reference policy
 	LearningRate  = "actor/lr"

@@ -1,11 +1,12 @@
-// Package gemm is the one place through which every float32 matrix product
-// of the CPU backend goes.
-//
-// Matrices are row-major with a leading dimension (the stride between rows),
-// as in BLAS: element (i, j) of a matrix X with leading dimension ldx is
-// X[i*ldx+j]. op(X) is X or its transpose, so the three layouts a
-// transformer needs — A·B, A·Bᵀ, Aᵀ·B — need no transposing copies.
 package gemm
+
+import (
+	"fmt"
+
+	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
+)
+
+//go:generate go run ./internal/asmgen -out kernel_amd64.s -stubs kernel_amd64_stub.go
 
 // Sgemm computes C = alpha·op(A)·op(B) + beta·C where op(A) is m×k, op(B) is
 // k×n and C is m×n. A is stored m×k (k×m when transA), B is stored k×n (n×k
@@ -13,40 +14,258 @@ package gemm
 // Large products run in parallel on the worker pool; each element of C is
 // always summed over k in the same order, so results do not depend on
 // GOMAXPROCS.
+//
+// Dimensions or slices that do not fit (negative sizes, a leading dimension
+// smaller than a row, a slice too short) panic with a message naming the
+// argument, as an out-of-range index would.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	naive(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	g := newProblem(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	if g.trivial() {
+		return
+	}
+	flops := 2 * float64(m) * float64(n) * float64(k)
+	if flops < parMinFlops {
+		g.serial()
+		return
+	}
+	rowStep, colStep := partition(m, n, k)
+	rows := (m + rowStep - 1) / rowStep
+	cols := (n + colStep - 1) / colStep
+	parallel.For(rows*cols, 1, func(chunk, _, _ int) {
+		i0, j0 := (chunk/cols)*rowStep, (chunk%cols)*colStep
+		ws := getWorkspace()
+		g.tile(i0, min(rowStep, m-i0), j0, min(colStep, n-j0), ws)
+		putWorkspace(ws)
+	})
 }
 
 // SgemmSerial is Sgemm on the calling goroutine only, for use inside a
 // parallel loop (attention over batch × head).
 func SgemmSerial(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	naive(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	g := newProblem(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	if g.trivial() {
+		return
+	}
+	g.serial()
 }
 
-// naive is the reference: the oracle for every optimised kernel.
-func naive(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			var s float32
-			for p := 0; p < k; p++ {
-				var x, y float32
-				if transA {
-					x = a[p*lda+i]
-				} else {
-					x = a[i*lda+p]
-				}
-				if transB {
-					y = b[j*ldb+p]
-				} else {
-					y = b[p*ldb+j]
-				}
-				s += x * y
+// Tuning constants (see doc.go for how they were chosen).
+const (
+	mr = 6  // rows of the register tile (micro-kernel)
+	nr = 16 // columns of the register tile: two 8-lane YMM registers
+
+	kcMax = 256  // k-block: a kc×nr B micro-panel (16 KiB) stays in L1
+	mcMax = 168  // row block: an mc×kc packed A block (168 KiB) stays in L2
+	ncMax = 4080 // column block: a kc×nc packed B block (4 MiB) stays in L3
+
+	// parMinFlops is the size (2·m·n·k) below which Sgemm runs serially:
+	// waking a second core costs more than it saves.
+	parMinFlops = 3 << 20
+	// parChunkFlops is the work per parallel chunk Sgemm aims at, and
+	// parMaxChunks caps the number of chunks (each chunk packs its own
+	// panels, so more chunks means more packing).
+	parChunkFlops = 4 << 20
+	parMaxChunks  = 16
+)
+
+// problem is one validated call.
+type problem struct {
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    float32
+	a, b, c        []float32
+	lda, ldb, ldc  int
+}
+
+func newProblem(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) *problem {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: negative dimension m=%d n=%d k=%d", m, n, k))
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	if m == 0 || n == 0 {
+		ar, br = 0, 0 // an empty C reads neither A nor B
+	}
+	checkMatrix("a", a, ar, ac, lda)
+	checkMatrix("b", b, br, bc, ldb)
+	checkMatrix("c", c, m, n, ldc)
+	return &problem{transA, transB, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc}
+}
+
+// checkMatrix panics unless x holds a rows×cols matrix with leading
+// dimension ld. The assembly kernel does no bounds checks, so this must hold
+// before any of it runs.
+func checkMatrix(name string, x []float32, rows, cols, ld int) {
+	if ld < max(1, cols) {
+		panic(fmt.Sprintf("gemm: ld%s = %d < %d (columns of stored %s)", name, ld, max(1, cols), name))
+	}
+	if rows == 0 || cols == 0 {
+		return
+	}
+	if need := (rows-1)*ld + cols; len(x) < need {
+		panic(fmt.Sprintf("gemm: len(%s) = %d < %d for a %d×%d matrix with ld%s = %d", name, len(x), need, rows, cols, name, ld))
+	}
+}
+
+// trivial handles the products with nothing to sum (k == 0 or alpha == 0:
+// C = beta·C, A and B unread) and reports whether the call is done.
+func (g *problem) trivial() bool {
+	if g.m == 0 || g.n == 0 {
+		return true
+	}
+	if g.k > 0 && g.alpha != 0 {
+		return false
+	}
+	for i := 0; i < g.m; i++ {
+		row := g.c[i*g.ldc : i*g.ldc+g.n]
+		if g.beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= g.beta
+		}
+	}
+	return true
+}
+
+func (g *problem) serial() {
+	ws := getWorkspace()
+	g.tile(0, g.m, 0, g.n, ws)
+	putWorkspace(ws)
+}
+
+// partition splits C into a fixed grid of chunks for the worker pool: row and
+// column steps that are multiples of the register tile, chosen from the
+// shape only. Splitting the longer side first keeps chunks near square, which
+// keeps the packing each chunk repeats small next to its arithmetic.
+func partition(m, n, k int) (rowStep, colStep int) {
+	target := int(2 * float64(m) * float64(n) * float64(k) / parChunkFlops)
+	target = min(max(target, 2), parMaxChunks)
+	rm, rn := 1, 1
+	for rm*rn < target {
+		// Every piece keeps at least one full tile; the grid stays within
+		// parMaxChunks.
+		canM := m/(rm+1) >= mr && (rm+1)*rn <= parMaxChunks
+		canN := n/(rn+1) >= nr && rm*(rn+1) <= parMaxChunks
+		if canM && (!canN || m*rn >= n*rm) {
+			rm++
+		} else if canN {
+			rn++
+		} else {
+			break
+		}
+	}
+	return roundUp((m+rm-1)/rm, mr), roundUp((n+rn-1)/rn, nr)
+}
+
+func roundUp(x, to int) int { return (x + to - 1) / to * to }
+
+// kBlock is the k-block length: k split into equal blocks of at most kcMax,
+// so a k just above kcMax does not leave a tiny, slow last block.
+func kBlock(k int) int {
+	nb := (k + kcMax - 1) / kcMax
+	return (k + nb - 1) / nb
+}
+
+// tile computes the m×n block of C at (i0, j0) in full, over all of k, on
+// the calling goroutine. The loop nest is the BLIS one: column blocks of B
+// (nc), k blocks (kc) with B packed once per block, row blocks of A (mc)
+// packed once per block, then the register tiles. Every element of C sees
+// the same k blocks in the same order whatever tile it falls in, and tile
+// boundaries are multiples of mr and nr, so results do not depend on how C
+// was split between goroutines.
+func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
+	kb := kBlock(g.k)
+	for jc := 0; jc < n; jc += ncMax {
+		nc := min(ncMax, n-jc)
+		for pc := 0; pc < g.k; pc += kb {
+			kc := min(kb, g.k-pc)
+			beta := g.beta
+			if pc > 0 {
+				beta = 1 // later k blocks accumulate onto the first
 			}
-			if beta == 0 {
-				c[i*ldc+j] = alpha * s
-			} else {
-				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+			bp := ws.packB(g, pc, kc, j0+jc, nc)
+			for ic := 0; ic < m; ic += mcMax {
+				mc := min(mcMax, m-ic)
+				ap := ws.packA(g, i0+ic, mc, pc, kc)
+				g.macro(ws, ap, bp, i0+ic, mc, j0+jc, nc, kc, beta)
 			}
 		}
 	}
+}
+
+// macro runs the micro-kernel over the mc×nc block of C at (i0, j0) from
+// packed panels. B micro-panels are the outer loop so each (kc×nr, 16 KiB)
+// stays in L1 while the A block streams from L2. Tiles that stick out of C
+// are computed into a scratch tile and the part inside is merged back.
+func (g *problem) macro(ws *workspace, ap, bp []float32, i0, mc, j0, nc, kc int, beta float32) {
+	for jr := 0; jr < nc; jr += nr {
+		bpan := bp[jr*kc : jr*kc+nr*kc]
+		w := min(nr, nc-jr)
+		for ir := 0; ir < mc; ir += mr {
+			apan := ap[ir*kc : ir*kc+mr*kc]
+			h := min(mr, mc-ir)
+			off := (i0+ir)*g.ldc + j0 + jr
+			if h == mr && w == nr {
+				kernel(kc, apan, bpan, g.c[off:], g.ldc, g.alpha, beta)
+				continue
+			}
+			kernel(kc, apan, bpan, ws.edge[:], nr, g.alpha, 0)
+			for i := 0; i < h; i++ {
+				dst := g.c[off+i*g.ldc : off+i*g.ldc+w]
+				src := ws.edge[i*nr : i*nr+w]
+				if beta == 0 {
+					copy(dst, src)
+					continue
+				}
+				for j := range dst {
+					dst[j] = src[j] + beta*dst[j]
+				}
+			}
+		}
+	}
+}
+
+// workspace holds one goroutine's packing buffers. They are kept on a free
+// list (not a sync.Pool, which the garbage collector empties) so a training
+// loop reuses the same few megabytes instead of reallocating them after
+// every collection.
+type workspace struct {
+	a, b []float32
+	edge [mr * nr]float32
+}
+
+// workspaces is the free list; its capacity bounds what stays allocated
+// between calls (more concurrent calls still work, their extra workspaces
+// are dropped when they finish).
+var workspaces = make(chan *workspace, 16)
+
+func getWorkspace() *workspace {
+	select {
+	case w := <-workspaces:
+		return w
+	default:
+		return new(workspace)
+	}
+}
+
+func putWorkspace(w *workspace) {
+	select {
+	case workspaces <- w:
+	default:
+	}
+}
+
+func grow(buf []float32, n int) []float32 {
+	if cap(buf) < n {
+		return make([]float32, n)
+	}
+	return buf[:n]
 }

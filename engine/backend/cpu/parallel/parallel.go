@@ -1,16 +1,10 @@
-// Package parallel runs loops on a persistent pool of worker goroutines.
-//
-// Determinism rule for every caller: the partition of [0, n) into chunks
-// depends on n and the grain only, never on GOMAXPROCS or on which worker
-// runs a chunk. A loop body must write disjoint outputs per index; a
-// reduction keeps one partial per chunk and combines the partials in chunk
-// order afterwards (see Chunks). Then results are bit-identical whatever the
-// number of cores.
 package parallel
 
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Chunks returns the number of chunks For splits n items into at the given
@@ -25,7 +19,13 @@ func Chunks(n, grain int) int {
 // For calls body(chunk, lo, hi) for each chunk of [0, n) of size grain (the
 // last one may be shorter). Chunks run concurrently on the pool; For returns
 // when all are done. Chunk boundaries depend on n and grain only.
-// A body must not call For itself (use a serial loop inside).
+//
+// The pool serves one loop at a time: a For that finds it busy — called from
+// inside another For's body, or from another goroutine meanwhile — runs its
+// chunks serially on the calling goroutine, in chunk order. That never
+// deadlocks and gives the same results, since the chunks are the same.
+// A panic in a body is re-raised by For on the calling goroutine once the
+// other chunks have finished.
 func For(n, grain int, body func(chunk, lo, hi int)) {
 	if grain < 1 {
 		grain = 1
@@ -34,76 +34,145 @@ func For(n, grain int, body func(chunk, lo, hi int)) {
 	if nc == 0 {
 		return
 	}
-	workers := runtime.GOMAXPROCS(0)
-	if nc == 1 || workers == 1 {
+	helpers := min(runtime.GOMAXPROCS(0), nc) - 1
+	if helpers == 0 || !thePool.busy.CompareAndSwap(false, true) {
 		for c := 0; c < nc; c++ {
 			lo := c * grain
 			body(c, lo, min(lo+grain, n))
 		}
 		return
 	}
-	pool.run(nc, workers, func(c int) {
-		lo := c * grain
-		body(c, lo, min(lo+grain, n))
-	})
+	defer thePool.busy.Store(false)
+	thePool.run(&job{n: n, grain: grain, chunks: int64(nc), body: body}, helpers)
 }
 
-// The pool: workers started once and kept; each job hands out chunk indices
-// from a shared counter, and the caller works too.
-type workerPool struct {
-	mu      sync.Mutex
-	started int
-	jobs    chan *job
-}
+// spinFor is how long an idle worker keeps polling for the next loop before
+// it parks. Loops in a training step follow each other within microseconds;
+// waking a parked goroutine on an idle core costs 20–100 µs on the target
+// machines, so a worker that spins through the gap saves that each time.
+const spinFor = 50 * time.Microsecond
 
+// job is one For call. Chunks are handed out by an atomic counter, so each
+// runs exactly once whichever goroutine takes it.
 type job struct {
-	next sync.Mutex
-	i, n int
-	fn   func(int)
-	wg   sync.WaitGroup
+	n, grain int
+	chunks   int64
+	body     func(chunk, lo, hi int)
+	next     atomic.Int64 // next chunk to hand out
+	done     atomic.Int64 // chunks finished
+	panicked atomic.Pointer[panicValue]
 }
 
-func (j *job) take() (int, bool) {
-	j.next.Lock()
-	defer j.next.Unlock()
-	if j.i >= j.n {
-		return 0, false
-	}
-	c := j.i
-	j.i++
-	return c, true
-}
+type panicValue struct{ v any }
 
+// work runs chunks until none are left.
 func (j *job) work() {
 	for {
-		c, ok := j.take()
-		if !ok {
+		c := j.next.Add(1) - 1
+		if c >= j.chunks {
 			return
 		}
-		j.fn(c)
+		j.runChunk(int(c))
 	}
 }
 
-var pool = &workerPool{jobs: make(chan *job, 64)}
+func (j *job) runChunk(c int) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.panicked.CompareAndSwap(nil, &panicValue{r})
+		}
+		j.done.Add(1)
+	}()
+	lo := c * j.grain
+	j.body(c, lo, min(lo+j.grain, j.n))
+}
 
-func (p *workerPool) run(nc, workers int, fn func(int)) {
-	helpers := min(workers, nc) - 1
+// pool is the set of persistent workers. A loop is published by storing it
+// in current and bumping gen; workers that are spinning see gen change,
+// parked ones are woken through their channel.
+type pool struct {
+	busy    atomic.Bool // a For owns the pool
+	gen     atomic.Uint64
+	current atomic.Pointer[job]
+
+	mu      sync.Mutex // guards workers (grown on demand)
+	workers []*worker
+}
+
+type worker struct {
+	parked atomic.Bool
+	wake   chan struct{} // capacity 1: one pending wake-up
+}
+
+var thePool pool
+
+func (p *pool) run(j *job, helpers int) {
 	p.mu.Lock()
-	for p.started < helpers {
-		p.started++
-		go func() {
-			for j := range p.jobs {
-				j.work()
-				j.wg.Done()
-			}
-		}()
+	for len(p.workers) < helpers {
+		w := &worker{wake: make(chan struct{}, 1)}
+		p.workers = append(p.workers, w)
+		go p.loop(w, p.gen.Load())
 	}
+	ws := p.workers[:helpers]
 	p.mu.Unlock()
-	j := &job{n: nc, fn: fn}
-	j.wg.Add(helpers)
-	for i := 0; i < helpers; i++ {
-		p.jobs <- j
+
+	p.current.Store(j)
+	p.gen.Add(1)
+	for _, w := range ws {
+		if w.parked.CompareAndSwap(true, false) {
+			w.wake <- struct{}{}
+		}
 	}
 	j.work()
-	j.wg.Wait()
+	// Wait for chunks other workers took; they are already running.
+	for spins := 0; j.done.Load() < j.chunks; spins++ {
+		if spins > 100 {
+			runtime.Gosched()
+		}
+	}
+	p.current.Store(nil) // drop the closure so it can be collected
+	if pv := j.panicked.Load(); pv != nil {
+		panic(pv.v)
+	}
+}
+
+// loop is one worker: wait for a new generation, help with its job, repeat.
+func (p *pool) loop(w *worker, seen uint64) {
+	for {
+		seen = p.await(w, seen)
+		if j := p.current.Load(); j != nil {
+			j.work()
+		}
+	}
+}
+
+// await returns the next generation after seen: it spins for spinFor, then
+// parks. The parked flag is set before gen is re-checked and For bumps gen
+// before it looks at the flag, so a wake-up is never lost.
+func (p *pool) await(w *worker, seen uint64) uint64 {
+	start := time.Now()
+	for spins := 0; ; spins++ {
+		if g := p.gen.Load(); g != seen {
+			return g
+		}
+		if spins%64 == 63 {
+			if time.Since(start) > spinFor {
+				break
+			}
+			runtime.Gosched() // let other goroutines of this P run
+		}
+	}
+	for {
+		w.parked.Store(true)
+		if g := p.gen.Load(); g != seen {
+			if !w.parked.CompareAndSwap(true, false) {
+				<-w.wake // For saw the flag and sent a wake-up: consume it
+			}
+			return g
+		}
+		<-w.wake
+		if g := p.gen.Load(); g != seen {
+			return g
+		}
+	}
 }

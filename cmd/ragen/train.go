@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/ragen-go/ragen/engine/algo"
+	"github.com/ragen-go/ragen/engine/metrics"
+	"github.com/ragen-go/ragen/engine/train"
+	"github.com/ragen-go/ragen/envs"
+	_ "github.com/ragen-go/ragen/envs/all"
+)
+
+func init() {
+	register("train", "train an agent with StarPO / StarPO-S from the terminal", runTrain)
+}
+
+// optionFlags collects repeated -opt key=value flags.
+type optionFlags []string
+
+func (o *optionFlags) String() string     { return strings.Join(*o, ",") }
+func (o *optionFlags) Set(v string) error { *o = append(*o, v); return nil }
+
+func runTrain(args []string) error {
+	fs := flag.NewFlagSet("ragen train", flag.ContinueOnError)
+	c := train.Default()
+	var opts optionFlags
+	preset := fs.String("preset", "starpo-s", "algorithm preset: starpo-s | starpo")
+	estimator := fs.String("estimator", "", "advantage estimator (default: the preset's): "+strings.Join([]string{algo.EstGAE, algo.EstBiLevelGAE, algo.EstGRPO, algo.EstDrGRPO, algo.EstRLOO, algo.EstReinforce, algo.EstReinforcePP, algo.EstReinforcePPBaseline}, " | "))
+	filter := fs.Float64("filter", -1, "keep this fraction of groups by in-group reward std (default: the preset's)")
+	fs.StringVar(&c.Env, "env", c.Env, "environment: "+strings.Join(envs.Names(), " | "))
+	fs.Var(&opts, "opt", "environment option key=value (repeatable), e.g. -opt dim=6 -opt boxes=1")
+	fs.StringVar(&c.Model, "model", c.Model, "model preset: tiny | small | base")
+	fs.IntVar(&c.Steps, "steps", c.Steps, "training steps")
+	fs.Int64Var(&c.Seed, "seed", c.Seed, "experiment seed")
+	fs.IntVar(&c.EnvGroups, "groups", c.EnvGroups, "environment groups per step (one initial state each)")
+	fs.IntVar(&c.GroupSize, "group-size", c.GroupSize, "trajectories per group")
+	fs.IntVar(&c.MaxTurns, "turns", c.MaxTurns, "max turns per episode (0: the environment's default)")
+	fs.IntVar(&c.ValEpisodes, "val", c.ValEpisodes, "validation episodes on held-out seeds (0: none)")
+	fs.IntVar(&c.ValEvery, "val-every", c.ValEvery, "validate every N steps")
+	fs.Float64Var(&c.ActorLR, "lr", c.ActorLR, "actor learning rate")
+	fs.IntVar(&c.WarmStart.Steps, "sft-steps", c.WarmStart.Steps, "warm-start fine-tuning steps (0: none)")
+	fs.StringVar(&c.RunDir, "run", "", "run directory for config, metrics.jsonl, events and checkpoints")
+	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", 0, "checkpoint every N steps (0: at the end only)")
+	resume := fs.String("resume", "", "resume from this checkpoint directory (runs/x/checkpoints/step-000020)")
+	quiet := fs.Bool("quiet", false, "print only the final summary")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (flags only; see ragen train -h)", fs.Arg(0))
+	}
+	switch *preset {
+	case "starpo-s", "starpos":
+		c.Algo = algo.StarPOS()
+	case "starpo":
+		c.Algo = algo.StarPO()
+	default:
+		return fmt.Errorf("-preset: must be starpo-s or starpo (got %q)", *preset)
+	}
+	if *estimator != "" {
+		c.Algo.AdvEstimator = *estimator
+	}
+	if *filter >= 0 {
+		c.Algo.FilterRatio = *filter
+	}
+	if len(opts) > 0 {
+		spec, ok := envs.Lookup(c.Env)
+		if !ok {
+			return fmt.Errorf("-env: unknown environment %q (known: %s)", c.Env, strings.Join(envs.Names(), ", "))
+		}
+		c.EnvOptions = map[string]any{}
+		for _, kv := range opts {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return fmt.Errorf("-opt %q: want key=value", kv)
+			}
+			var opt *envs.Option
+			for i := range spec.Options {
+				if spec.Options[i].Name == k {
+					opt = &spec.Options[i]
+				}
+			}
+			if opt == nil {
+				_, err := spec.Resolve(map[string]any{k: v})
+				return err
+			}
+			val, err := envs.ParseOptionValue(*opt, v)
+			if err != nil {
+				return err
+			}
+			c.EnvOptions[k] = val
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	obs := &printer{quiet: *quiet, start: time.Now(), steps: c.Steps}
+	fmt.Fprintf(os.Stderr, "ragen train: %s, %s preset, model %s, %d×%d rollouts per step, %d steps\n",
+		c.Env, *preset, c.Model, c.EnvGroups, c.GroupSize, c.Steps)
+	tr, err := train.New(ctx, c, obs)
+	if err != nil {
+		return err
+	}
+	if *resume != "" {
+		if err := tr.Resume(*resume); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "resumed at step %d\n", tr.StepsDone())
+	}
+	err = tr.Run(ctx)
+	summary(tr.History)
+	if c.RunDir != "" {
+		fmt.Fprintf(os.Stderr, "run directory: %s\n", c.RunDir)
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("interrupted after step %d; resume with -resume from the last checkpoint", tr.StepsDone())
+	}
+	return err
+}
+
+// printer is the terminal observer: one line per step.
+type printer struct {
+	quiet bool
+	start time.Time
+	steps int
+}
+
+func (p *printer) Phase(step int, phase string) {
+	if !p.quiet && phase == "warm_start" {
+		fmt.Fprintln(os.Stderr, "warm start: expert demonstrations, vocabulary, fine-tuning (cached after the first run)...")
+	}
+}
+
+func (p *printer) Step(s metrics.Step) {
+	if p.quiet {
+		return
+	}
+	v := s.Values
+	line := fmt.Sprintf("step %3d/%d", s.Step, p.steps)
+	add := func(label, name, format string) {
+		if x, ok := v[name]; ok {
+			line += fmt.Sprintf("  %s "+format, label, x)
+		}
+	}
+	add("reward", metrics.RewardMean, "%6.3f")
+	add("success", metrics.SuccessRate, "%4.2f")
+	add("val", metrics.ValSuccessRate, "%4.2f")
+	add("std", metrics.InGroupStd, "%5.3f")
+	add("entropy", metrics.Entropy, "%5.3f")
+	add("gnorm", metrics.GradNorm, "%6.3f")
+	add("tokens", metrics.TurnTokens, "%5.1f")
+	add("s", metrics.TimeStep, "%5.1f")
+	fmt.Fprintln(os.Stderr, line)
+}
+
+func (p *printer) Event(e metrics.Event) {
+	fmt.Fprintf(os.Stderr, "  ! step %d %s: %s\n", e.Step, e.Kind, e.Message)
+}
+
+func summary(h metrics.History) {
+	if len(h.Steps) == 0 {
+		return
+	}
+	first, last := h.Steps[0], h.Steps[len(h.Steps)-1]
+	fmt.Printf("%-22s %10s %10s\n", "metric", "first", "last")
+	for _, name := range []string{metrics.ValSuccessRate, metrics.SuccessRate, metrics.RewardMean, metrics.Entropy, metrics.TurnTokens} {
+		f, okf := first.Values[name]
+		l, okl := last.Values[name]
+		if !okf && !okl {
+			continue
+		}
+		fs, ls := "-", "-"
+		if okf {
+			fs = fmt.Sprintf("%.3f", f)
+		}
+		if okl {
+			ls = fmt.Sprintf("%.3f", l)
+		}
+		fmt.Printf("%-22s %10s %10s\n", name, fs, ls)
+	}
+}

@@ -1,0 +1,236 @@
+package algo
+
+import (
+	"fmt"
+	"math"
+)
+
+// Advantage estimators (Config.AdvEstimator).
+const (
+	EstGAE                 = "gae"                   // GAE with a critic (veRL gae; RAGEN default)
+	EstBiLevelGAE          = "bi_level_gae"          // RAGEN/VAGEN turn-level + token-level GAE
+	EstGRPO                = "grpo"                  // (R − mean_g) / (std_g + ε)
+	EstDrGRPO              = "dr_grpo"               // R − mean_g (no std)
+	EstRLOO                = "rloo"                  // R − mean of the other members of the group
+	EstReinforce           = "reinforce"             // reward-to-go, optional batch-mean baseline
+	EstReinforcePP         = "reinforce_pp"          // reward-to-go whitened over the batch
+	EstReinforcePPBaseline = "reinforce_pp_baseline" // (R − mean_g) whitened over the batch
+)
+
+// Loss aggregation modes (Config.LossAgg), named as in veRL's agg_loss.
+const (
+	AggTokenMean          = "token-mean"
+	AggSeqMeanTokenSum    = "seq-mean-token-sum"
+	AggSeqMeanTokenMean   = "seq-mean-token-mean"
+	AggSeqMeanTokenSumNrm = "seq-mean-token-sum-norm"
+)
+
+// KL placements (Config.KLPlacement) and estimators (Config.KLEstimator).
+const (
+	KLNone   = "none"   // no KL to the reference policy
+	KLReward = "reward" // r_t ← r_t − β·KL_t(old, ref) on agent tokens, before advantages
+	KLLoss   = "loss"   // L ← L + β·agg(KL_t(new, ref))
+
+	KLk1  = "k1"  // δ                      (veRL "kl")
+	KLk2  = "k2"  // ½δ²                    (veRL "mse")
+	KLk3  = "k3"  // e^{−δ} + δ − 1         (veRL "low_var_kl")
+	KLAbs = "abs" // |δ|                    (veRL "abs")
+)
+
+// Filter metrics (Config.FilterMetric): the per-group score the StarPO-S
+// filter ranks by, highest kept first.
+const (
+	FilterStd     = "std"      // in-group reward std (RAGEN v1 rollout_filter_type=std)
+	FilterStdRev  = "std_rev"  // −std: keep the LOWEST-variance groups (RAGEN std_rev)
+	FilterMaxMean = "max_mean" // max − mean (the RAGEN docstring's metric; its code uses std)
+	FilterRange   = "range"    // max − min
+)
+
+// Reward placements (Config.RewardPlacement, used by PlaceRewards); the
+// algorithms read the placed rewards from Trajectory.Reward.
+const (
+	RewardLast = "last" // trajectory reward at the last agent token (RAGEN use_turn_scores=False)
+	RewardTurn = "turn" // each turn's reward at that turn's last agent token (use_turn_scores=True)
+)
+
+// Config is every knob of the StarPO algorithm math, flat, with its default
+// (the StarPO-S values, RAGEN v1 base.yaml) and its source. JSON keys are the
+// names used in error messages and run directories.
+type Config struct {
+	// Advantages.
+	AdvEstimator   string  `json:"adv_estimator"`    // gae | bi_level_gae | grpo | dr_grpo | rloo | reinforce | reinforce_pp | reinforce_pp_baseline (gae; RAGEN algorithm.adv_estimator)
+	Gamma          float64 `json:"gamma"`            // token discount γ in [0, 1] (1.0; veRL algorithm.gamma)
+	Lam            float64 `json:"lam"`              // GAE λ in [0, 1] (1.0; veRL algorithm.lam)
+	HighLevelGamma float64 `json:"high_level_gamma"` // turn discount γ_H of bi-level GAE, in [0, 1] (0.95; RAGEN algorithm.high_level_gamma)
+	AdvEps         float64 `json:"adv_eps"`          // ε in (R − mean)/(std + ε), ≥ 0 (1e-6; veRL grpo epsilon)
+	StdUnbiased    bool    `json:"std_unbiased"`     // GRPO std with Bessel's correction, n−1 (true; torch.std default in veRL)
+	NormAdv        bool    `json:"norm_adv"`         // whiten gae / bi_level_gae advantages over the batch's agent tokens (true; veRL masked_whiten)
+	BaselineMean   bool    `json:"baseline_mean"`    // reinforce only: subtract the batch-mean trajectory return (false)
+
+	// Rewards.
+	RewardPlacement string `json:"reward_placement"` // last | turn (last; RAGEN agent_proxy.use_turn_scores=False)
+
+	// Policy loss (PPO clip, veRL compute_policy_loss_vanilla).
+	ClipLow  float64 `json:"clip_low"`  // ε_low: ratio floor 1 − ε_low, in (0, 1) (0.2; veRL clip_ratio_low)
+	ClipHigh float64 `json:"clip_high"` // ε_high: ratio ceiling 1 + ε_high, > 0 (0.28 clip-higher; veRL clip_ratio_high)
+	ClipC    float64 `json:"clip_c"`    // dual-clip constant c > 1 bounding the loss −A·c for A < 0; 0 turns it off (3.0; veRL clip_ratio_c)
+
+	// Aggregation.
+	LossAgg      string `json:"loss_agg"`       // token-mean | seq-mean-token-sum | seq-mean-token-mean | seq-mean-token-sum-norm (token-mean; veRL loss_agg_mode)
+	LossScaleLen int    `json:"loss_scale_len"` // L of seq-mean-token-sum-norm, ≥ 0; 0 = the longest sequence given (0; veRL loss_scale_factor)
+
+	// KL to the frozen reference policy.
+	KLPlacement string  `json:"kl_placement"` // none | reward | loss (none; StarPO-S drops KL)
+	KLEstimator string  `json:"kl_estimator"` // k1 | k2 | k3 | abs (k1; veRL kl_penalty "kl")
+	KLCoef      float64 `json:"kl_coef"`      // β ≥ 0 (0; RAGEN kl_ctrl.kl_coef, vanilla StarPO 0.001)
+
+	// Entropy bonus and critic.
+	EntropyCoef float64 `json:"entropy_coef"` // c ≥ 0 in L ← L − c·agg(H) (0.001; RAGEN actor.entropy_coeff)
+	ValueClip   float64 `json:"value_clip"`   // ε_v ≥ 0 clipping V to V_old ± ε_v; 0 turns clipping off (0.5; veRL critic.cliprange_value)
+
+	// StarPO-S group filter.
+	FilterRatio       float64 `json:"filter_ratio"`         // fraction of groups kept, in (0, 1]; 1 = no filter (0.25; RAGEN rollout_filter_ratio)
+	FilterMetric      string  `json:"filter_metric"`        // std | std_rev | max_mean | range (std; RAGEN rollout_filter_type)
+	FilterDropZeroStd bool    `json:"filter_drop_zero_std"` // DAPO: drop groups whose rewards are all equal before ranking (false)
+}
+
+// Default returns the StarPO-S configuration (RAGEN v1 base.yaml).
+func Default() Config { return StarPOS() }
+
+// StarPOS is StarPO-S as RAGEN v1 runs it (base.yaml, paper §4):
+//
+//	adv_estimator gae, γ 1.0, λ 1.0 (critic; paper: "critic-based PPO is more stable")
+//	norm_adv true (veRL masked_whiten), adv_eps 1e-6, std_unbiased true
+//	clip_low 0.2, clip_high 0.28 (clip-higher, as DAPO), clip_c 3.0 (veRL dual clip on by default)
+//	loss_agg token-mean (veRL default)
+//	kl_placement none, kl_coef 0 (paper: "KL removal")
+//	entropy_coef 0.001 (paper, base.yaml)
+//	value_clip 0.5 (veRL critic.cliprange_value)
+//	filter_ratio 0.25 by in-group std (paper: "25% is the default")
+//	reward_placement last (use_turn_scores False)
+func StarPOS() Config {
+	return Config{
+		AdvEstimator:    EstGAE,
+		Gamma:           1.0,
+		Lam:             1.0,
+		HighLevelGamma:  0.95,
+		AdvEps:          1e-6,
+		StdUnbiased:     true,
+		NormAdv:         true,
+		RewardPlacement: RewardLast,
+		ClipLow:         0.2,
+		ClipHigh:        0.28,
+		ClipC:           3.0,
+		LossAgg:         AggTokenMean,
+		KLPlacement:     KLNone,
+		KLEstimator:     KLk1,
+		KLCoef:          0,
+		EntropyCoef:     0.001,
+		ValueClip:       0.5,
+		FilterRatio:     0.25,
+		FilterMetric:    FilterStd,
+	}
+}
+
+// StarPO is vanilla StarPO as the paper describes it (RAGEN train_all.sh
+// USE_BASE with USE_PPO): StarPO-S without its three changes.
+//
+//	adv_estimator gae (set "grpo" for the paper's GRPO variant)
+//	clip_low 0.2, clip_high 0.2 (symmetric clipping)
+//	kl_placement reward, kl_estimator k1, kl_coef 0.001 (paper: "KL coef 0.001";
+//	  veRL kl_ctrl.kl_coef with kl_penalty "kl" puts it in the reward. Note that
+//	  RAGEN's script leaves use_kl_in_reward and use_kl_loss False for PPO, so
+//	  its code in fact trains without KL; we follow the paper.)
+//	filter_ratio 1.0 (no filter)
+//	everything else as StarPOS (entropy 0.001, γ = λ = 1, token-mean, clip_c 3.0).
+func StarPO() Config {
+	c := StarPOS()
+	c.ClipHigh = 0.2
+	c.KLPlacement = KLReward
+	c.KLEstimator = KLk1
+	c.KLCoef = 0.001
+	c.FilterRatio = 1.0
+	return c
+}
+
+// Validate reports the first invalid field by its JSON key, with the value.
+func (c *Config) Validate() error {
+	oneOf := func(key, v string, allowed ...string) error {
+		for _, a := range allowed {
+			if v == a {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: must be one of %q (got %q)", key, allowed, v)
+	}
+	unit := func(key string, v float64) error { // closed [0, 1]
+		if !(v >= 0 && v <= 1) {
+			return fmt.Errorf("%s: must be in [0, 1] (got %v)", key, v)
+		}
+		return nil
+	}
+	nonneg := func(key string, v float64) error {
+		if !(v >= 0) || math.IsInf(v, 1) {
+			return fmt.Errorf("%s: must be a finite number ≥ 0 (got %v)", key, v)
+		}
+		return nil
+	}
+	checks := []func() error{
+		func() error {
+			return oneOf("adv_estimator", c.AdvEstimator, EstGAE, EstBiLevelGAE, EstGRPO, EstDrGRPO,
+				EstRLOO, EstReinforce, EstReinforcePP, EstReinforcePPBaseline)
+		},
+		func() error { return unit("gamma", c.Gamma) },
+		func() error { return unit("lam", c.Lam) },
+		func() error { return unit("high_level_gamma", c.HighLevelGamma) },
+		func() error { return nonneg("adv_eps", c.AdvEps) },
+		func() error { return oneOf("reward_placement", c.RewardPlacement, RewardLast, RewardTurn) },
+		func() error {
+			if !(c.ClipLow > 0 && c.ClipLow < 1) {
+				return fmt.Errorf("clip_low: must be in (0, 1) (got %v)", c.ClipLow)
+			}
+			return nil
+		},
+		func() error {
+			if !(c.ClipHigh > 0) || math.IsInf(c.ClipHigh, 1) {
+				return fmt.Errorf("clip_high: must be a finite number > 0 (got %v)", c.ClipHigh)
+			}
+			return nil
+		},
+		func() error {
+			if c.ClipC != 0 && !(c.ClipC > 1) || math.IsInf(c.ClipC, 1) {
+				return fmt.Errorf("clip_c: must be 0 (dual clip off) or a finite number > 1 (got %v)", c.ClipC)
+			}
+			return nil
+		},
+		func() error {
+			return oneOf("loss_agg", c.LossAgg, AggTokenMean, AggSeqMeanTokenSum, AggSeqMeanTokenMean, AggSeqMeanTokenSumNrm)
+		},
+		func() error {
+			if c.LossScaleLen < 0 {
+				return fmt.Errorf("loss_scale_len: must be ≥ 0 (got %d)", c.LossScaleLen)
+			}
+			return nil
+		},
+		func() error { return oneOf("kl_placement", c.KLPlacement, KLNone, KLReward, KLLoss) },
+		func() error { return oneOf("kl_estimator", c.KLEstimator, KLk1, KLk2, KLk3, KLAbs) },
+		func() error { return nonneg("kl_coef", c.KLCoef) },
+		func() error { return nonneg("entropy_coef", c.EntropyCoef) },
+		func() error { return nonneg("value_clip", c.ValueClip) },
+		func() error {
+			if !(c.FilterRatio > 0 && c.FilterRatio <= 1) {
+				return fmt.Errorf("filter_ratio: must be in (0, 1] (got %v)", c.FilterRatio)
+			}
+			return nil
+		},
+		func() error {
+			return oneOf("filter_metric", c.FilterMetric, FilterStd, FilterStdRev, FilterMaxMean, FilterRange)
+		},
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

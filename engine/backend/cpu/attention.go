@@ -1,0 +1,155 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/ragen-go/ragen/engine/backend/cpu/gemm"
+	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
+)
+
+// Causal multi-head attention with grouped-query heads over packed
+// sequences. Layouts, with C = nH·hd and KV = nKV·hd:
+//
+//	q, out  [T, C]   head h in columns h·hd … h·hd+hd
+//	k, v    [T, KV]  query head h reads key/value head h / (nH/nKV)
+//	att     per sequence s (length L), per head h: an L×L block of softmax
+//	        probabilities, blocks stored one after another (AttentionSize)
+//
+// Sequence s occupies rows lens[0]+…+lens[s-1] onwards and attends to
+// itself only, so no padding is computed.
+
+// AttentionSize is the number of floats att needs for these sequences.
+func AttentionSize(lens []int, nH int) int {
+	n := 0
+	for _, L := range lens {
+		n += nH * L * L
+	}
+	return n
+}
+
+// attBlock is a block of rows handled by one pair of products in AttendHead;
+// only the keys up to the block's last row are computed, which skips most of
+// the masked upper triangle.
+const attBlock = 64
+
+// AttendHead computes one head of causal attention for n query rows at
+// positions past … past+n−1 against keys and values at positions
+// 0 … past+n−1 (past > 0 when earlier keys sit in a KV cache):
+//
+//	att = softmax(q·kᵀ / sqrt(hd)) with row i masked to keys ≤ past+i
+//	out = att · v
+//
+// q has leading dimension ldq, k and v ldkv, out ldo; att is n×(past+n),
+// masked entries 0. It runs on the calling goroutine (gemm.SgemmSerial),
+// for use inside a parallel loop.
+func AttendHead(out, att, q, k, v []float32, n, past, hd, ldq, ldkv, ldo int) {
+	W := past + n
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	for r0 := 0; r0 < n; r0 += attBlock {
+		r1 := min(r0+attBlock, n)
+		cols := past + r1
+		gemm.SgemmSerial(false, true, r1-r0, cols, hd, scale, q[r0*ldq:], ldq, k, ldkv, 0, att[r0*W:], W)
+		for i := r0; i < r1; i++ {
+			row := att[i*W : i*W+W]
+			softmaxPrefix(row, past+i+1)
+		}
+		gemm.SgemmSerial(false, false, r1-r0, hd, cols, 1, att[r0*W:], W, v, ldkv, 0, out[r0*ldo:], ldo)
+	}
+}
+
+// softmaxPrefix replaces row[:valid] by its softmax and zeroes the rest.
+func softmaxPrefix(row []float32, valid int) {
+	x := row[:valid]
+	m := x[0]
+	for _, v := range x[1:] {
+		m = max(m, v)
+	}
+	var s float32
+	for j, v := range x {
+		e := exp32(v - m)
+		x[j] = e
+		s += e
+	}
+	inv := 1 / s
+	for j := range x {
+		x[j] *= inv
+	}
+	clear(row[valid:])
+}
+
+// AttentionForward runs AttendHead for every (sequence, head) pair in
+// parallel and saves the probabilities in att for AttentionBackward.
+func AttentionForward(out, att, q, k, v []float32, lens []int, nH, nKV, hd int) {
+	C, KV := nH*hd, nKV*hd
+	offs, attOffs := offsets(lens, nH)
+	parallel.For(len(lens)*nH, 1, func(_, lo, hi int) {
+		for task := lo; task < hi; task++ {
+			s, h := task/nH, task%nH
+			o, L, g := offs[s], lens[s], h/(nH/nKV)
+			AttendHead(out[o*C+h*hd:], att[attOffs[s]+h*L*L:], q[o*C+h*hd:], k[o*KV+g*hd:], v[o*KV+g*hd:], L, 0, hd, C, KV, C)
+		}
+	})
+}
+
+// AttentionBackward accumulates dq, dk, dv from dout. datt is scratch of
+// AttentionSize(lens, nKV) floats or more. Work is split by (sequence,
+// key/value head), the query heads of a group done in order, so the sums
+// into dk and dv do not depend on the number of workers:
+//
+//	dP = dout·vᵀ           dv += Pᵀ·dout
+//	dS = P ⊙ (dP − rowsum(P ⊙ dP)) / sqrt(hd)
+//	dq += dS·k             dk += dSᵀ·q
+func AttentionBackward(dq, dk, dv, datt, dout, att, q, k, v []float32, lens []int, nH, nKV, hd int) {
+	C, KV := nH*hd, nKV*hd
+	group := nH / nKV
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	offs, attOffs := offsets(lens, nH)
+	_, scrOffs := offsets(lens, nKV)
+	parallel.For(len(lens)*nKV, 1, func(_, lo, hi int) {
+		for task := lo; task < hi; task++ {
+			s, g := task/nKV, task%nKV
+			o, L := offs[s], lens[s]
+			dP := datt[scrOffs[s]+g*L*L : scrOffs[s]+(g+1)*L*L]
+			kg, vg := k[o*KV+g*hd:], v[o*KV+g*hd:]
+			dkg, dvg := dk[o*KV+g*hd:], dv[o*KV+g*hd:]
+			for h := g * group; h < (g+1)*group; h++ {
+				P := att[attOffs[s]+h*L*L : attOffs[s]+(h+1)*L*L]
+				dO, qh, dqh := dout[o*C+h*hd:], q[o*C+h*hd:], dq[o*C+h*hd:]
+				// Row blocks as in AttendHead: rows r0…r1−1 see keys < r1 only.
+				for r0 := 0; r0 < L; r0 += attBlock {
+					r1 := min(r0+attBlock, L)
+					n := r1 - r0
+					Pb, dPb := P[r0*L:], dP[r0*L:]
+					gemm.SgemmSerial(false, true, n, r1, hd, 1, dO[r0*C:], C, vg, KV, 0, dPb, L)
+					gemm.SgemmSerial(true, false, r1, hd, n, 1, Pb, L, dO[r0*C:], C, 1, dvg, KV)
+					for i := r0; i < r1; i++ {
+						p, d := P[i*L:i*L+i+1], dP[i*L:i*L+r1]
+						var dot float32
+						for j, pj := range p {
+							dot += pj * d[j]
+						}
+						for j, pj := range p {
+							d[j] = pj * (d[j] - dot) * scale
+						}
+						clear(d[i+1:])
+					}
+					gemm.SgemmSerial(false, false, n, hd, r1, 1, dPb, L, kg, KV, 1, dqh[r0*C:], C)
+					gemm.SgemmSerial(true, false, r1, hd, n, 1, dPb, L, qh[r0*C:], C, 1, dkg, KV)
+				}
+			}
+		}
+	})
+}
+
+// offsets returns each sequence's first row and the start of its attention
+// blocks for nH heads.
+func offsets(lens []int, nH int) (rows, att []int) {
+	rows, att = make([]int, len(lens)), make([]int, len(lens))
+	r, a := 0, 0
+	for s, L := range lens {
+		rows[s], att[s] = r, a
+		r += L
+		a += nH * L * L
+	}
+	return rows, att
+}

@@ -1,0 +1,27 @@
+// Package cpu holds the transformer kernels of the CPU backend, llm.c style:
+// each op is a Forward/Backward pair on flat row-major []float32 buffers with
+// the dimensions passed explicitly, in the argument order
+// (outputs, saved buffers, inputs, weights, dims). Backward functions
+// accumulate (+=) into every gradient they are given, so the caller zeroes
+// gradient buffers first and several contributions sum naturally.
+//
+// Every matrix product goes through package gemm; loops run in parallel
+// with parallel.For on fixed chunks. Reductions across rows (weight and bias
+// gradients, embedding scatter-add) are split by columns, each column summed
+// over rows in row order, so results are bit-identical whatever GOMAXPROCS.
+//
+// The kernels are written plainly first; an optimised kernel keeps its plain
+// twin here as the test oracle.
+package cpu
+
+// grain returns the rows per parallel chunk for rows of the given cost (in
+// floats touched): chunks of at least ~32k floats, since waking a worker
+// costs 20–100 µs on the target machines. It depends on the cost only, never
+// on the number of workers.
+func grain(rowCost int) int {
+	const work = 1 << 15
+	if rowCost <= 0 {
+		return work
+	}
+	return max(1, work/rowCost)
+}

@@ -1,0 +1,138 @@
+// Command asmgen writes the AVX2+FMA micro-kernel of package gemm
+// (kernel_amd64.s and its Go declaration kernel_amd64_stub.go) with avo.
+// Run it through `go generate` in engine/backend/cpu/gemm.
+//
+// The kernel computes one MR×NR = 6×16 tile of C from a packed A panel
+// (kc steps of 6 floats: column p of the 6 rows) and a packed B panel
+// (kc steps of 16 floats: row p of the 16 columns):
+//
+//	acc[i][j] = Σ_p a[6p+i]·b[16p+j]          (p = 0 … kc-1, in order)
+//	C[i][j]   = alpha·acc[i][j] + beta·C[i][j] (C not read when beta == 0)
+//
+// Register plan (16 YMM on AVX2): Y0–Y11 hold the 6×16 accumulators (two
+// 8-lane registers per row), Y12–Y13 the current B row, Y14–Y15 the
+// broadcast A values, alternating so that consecutive broadcasts do not
+// wait on each other. 12 independent FMA chains cover Zen 3's FMA latency
+// (4 cycles) on its 2 FMA pipes (8 in flight needed).
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+const (
+	mr     = 6  // rows of the tile
+	nr     = 16 // columns of the tile (two YMM registers)
+	unroll = 4  // k steps per loop iteration
+)
+
+func main() {
+	ConstraintExpr("amd64")
+
+	TEXT("kernelAVX2", NOSPLIT, "func(kc int, a, b, c *float32, ldc int, alpha, beta float32)")
+	Doc(
+		"kernelAVX2 computes the 6×16 tile C = alpha·(packed A panel)·(packed B panel) + beta·C",
+		"over kc steps; C is read only when beta != 0. ldc is in elements.",
+		"Requires AVX2 and FMA.",
+	)
+	kc := Load(Param("kc"), RCX)
+	pa := Load(Param("a"), RSI)
+	pb := Load(Param("b"), RDI)
+
+	acc := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11}
+	for _, r := range acc {
+		VXORPS(r, r, r)
+	}
+
+	// step emits one k step at offset s (in k steps) from the panel pointers.
+	step := func(s int) {
+		VMOVUPS(Mem{Base: pb, Disp: 4 * nr * s}, Y12)
+		VMOVUPS(Mem{Base: pb, Disp: 4*nr*s + 32}, Y13)
+		for i := 0; i < mr; i++ {
+			bc := []VecPhysical{Y14, Y15}[i%2]
+			VBROADCASTSS(Mem{Base: pa, Disp: 4 * (mr*s + i)}, bc)
+			VFMADD231PS(Y12, bc, acc[2*i])
+			VFMADD231PS(Y13, bc, acc[2*i+1])
+		}
+	}
+
+	Comment("Main loop: unroll k steps at a time.")
+	Label("loop4")
+	CMPQ(kc, U8(unroll))
+	JL(LabelRef("tail"))
+	for s := 0; s < unroll; s++ {
+		step(s)
+	}
+	ADDQ(U32(4*mr*unroll), pa)
+	ADDQ(U32(4*nr*unroll), pb)
+	SUBQ(U8(unroll), kc)
+	JMP(LabelRef("loop4"))
+
+	Comment("Remaining k steps one at a time.")
+	Label("tail")
+	TESTQ(kc, kc)
+	JE(LabelRef("store"))
+	step(0)
+	ADDQ(U32(4*mr), pa)
+	ADDQ(U32(4*nr), pb)
+	DECQ(kc)
+	JMP(LabelRef("tail"))
+
+	Label("store")
+	pc := Load(Param("c"), RDX)
+	ldc := Load(Param("ldc"), R8)
+	SHLQ(U8(2), ldc) // bytes per row of C
+	// The float arguments are broadcast straight from memory: a legacy-SSE
+	// MOVSS (what Load emits) into a register whose upper half is dirty
+	// costs hundreds of cycles per call, more than a short kc loop.
+	VBROADCASTSS(addr("alpha"), Y14)
+	for _, r := range acc {
+		VMULPS(Y14, r, r)
+	}
+	VBROADCASTSS(addr("beta"), Y15)
+	VXORPS(X12, X12, X12)
+	VUCOMISS(X12, X15)
+	JNE(LabelRef("withbeta"))
+	JP(LabelRef("withbeta")) // NaN beta is not zero: keep IEEE semantics
+
+	Comment("beta == 0: overwrite C without reading it.")
+	row := RAX
+	MOVQ(pc, row)
+	for i := 0; i < mr; i++ {
+		VMOVUPS(acc[2*i], Mem{Base: row})
+		VMOVUPS(acc[2*i+1], Mem{Base: row, Disp: 32})
+		if i < mr-1 {
+			ADDQ(ldc, row)
+		}
+	}
+	VZEROUPPER()
+	RET()
+
+	Label("withbeta")
+	Comment("C = alpha·acc + beta·C.")
+	MOVQ(pc, row)
+	for i := 0; i < mr; i++ {
+		VFMADD231PS(Mem{Base: row}, Y15, acc[2*i])
+		VFMADD231PS(Mem{Base: row, Disp: 32}, Y15, acc[2*i+1])
+		VMOVUPS(acc[2*i], Mem{Base: row})
+		VMOVUPS(acc[2*i+1], Mem{Base: row, Disp: 32})
+		if i < mr-1 {
+			ADDQ(ldc, row)
+		}
+	}
+	VZEROUPPER()
+	RET()
+
+	Generate()
+}
+
+// addr is the stack address of a scalar argument.
+func addr(name string) Mem {
+	b, err := Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b.Addr
+}

@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package gemm
+
+// useAsm is false: there is no assembly kernel for this architecture.
+var useAsm = false
+
+// kernel computes one mr×nr tile: C = alpha·(packed a)·(packed b) + beta·C.
+func kernel(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
+	kernelGo(kc, a, b, c, ldc, alpha, beta)
+}

@@ -1,0 +1,78 @@
+package gemm
+
+// Packing copies the blocks of op(A) and op(B) that one macro step needs
+// into the order the micro-kernel reads them, so its inner loop walks two
+// contiguous streams. The transposes are handled here, by reading the
+// stored matrix with the right strides: no caller ever transposes a copy.
+//
+// Packed A (mc×kc block at row i0, k offset p0): panels of mr rows; panel q
+// starts at q·mr·kc and holds, for p = 0 … kc-1, the mr values
+// op(A)[i0+q·mr+r][p0+p], r = 0 … mr-1. Rows past the block are zeros.
+//
+// Packed B (kc×nc block at k offset p0, column j0): panels of nr columns;
+// panel q starts at q·nr·kc and holds, for p = 0 … kc-1, the nr values
+// op(B)[p0+p][j0+q·nr+j], j = 0 … nr-1. Columns past the block are zeros.
+
+// packA packs the mc×kc block of op(A) at (i0, p0) into the workspace.
+func (w *workspace) packA(g *problem, i0, mc, p0, kc int) []float32 {
+	w.a = grow(w.a, roundUp(mc, mr)*kc)
+	dst := w.a
+	a, lda := g.a, g.lda
+	for q := 0; q*mr < mc; q++ {
+		pan := dst[q*mr*kc : (q+1)*mr*kc]
+		h := min(mr, mc-q*mr)
+		if h < mr {
+			clear(pan)
+		}
+		row0 := i0 + q*mr
+		if g.transA {
+			// op(A)[i][p] = a[p·lda + i]: mr consecutive values per p.
+			for p := 0; p < kc; p++ {
+				src := a[(p0+p)*lda+row0 : (p0+p)*lda+row0+h]
+				copy(pan[p*mr:p*mr+h], src)
+			}
+			continue
+		}
+		// op(A)[i][p] = a[i·lda + p]: one stored row per packed lane.
+		for r := 0; r < h; r++ {
+			src := a[(row0+r)*lda+p0 : (row0+r)*lda+p0+kc]
+			d := pan[r:]
+			for p, v := range src {
+				d[p*mr] = v
+			}
+		}
+	}
+	return dst
+}
+
+// packB packs the kc×nc block of op(B) at (p0, j0) into the workspace.
+func (w *workspace) packB(g *problem, p0, kc, j0, nc int) []float32 {
+	w.b = grow(w.b, roundUp(nc, nr)*kc)
+	dst := w.b
+	b, ldb := g.b, g.ldb
+	for q := 0; q*nr < nc; q++ {
+		pan := dst[q*nr*kc : (q+1)*nr*kc]
+		wd := min(nr, nc-q*nr)
+		if wd < nr {
+			clear(pan)
+		}
+		col0 := j0 + q*nr
+		if !g.transB {
+			// op(B)[p][j] = b[p·ldb + j]: nr consecutive values per p.
+			for p := 0; p < kc; p++ {
+				src := b[(p0+p)*ldb+col0 : (p0+p)*ldb+col0+wd]
+				copy(pan[p*nr:p*nr+wd], src)
+			}
+			continue
+		}
+		// op(B)[p][j] = b[j·ldb + p]: one stored row per packed lane.
+		for j := 0; j < wd; j++ {
+			src := b[(col0+j)*ldb+p0 : (col0+j)*ldb+p0+kc]
+			d := pan[j:]
+			for p, v := range src {
+				d[p*nr] = v
+			}
+		}
+	}
+	return dst
+}

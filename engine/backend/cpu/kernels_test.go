@@ -1,0 +1,284 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+)
+
+// The naive twins below compute each op in float64 with plain loops; they
+// are the oracles for the kernels (and for any optimised rewrite of them).
+
+func randn(rng *rand.Rand, n int, scale float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * scale)
+	}
+	return x
+}
+
+func maxRelErr(got []float32, want []float64) float64 {
+	var scale, worst float64
+	for _, w := range want {
+		scale = math.Max(scale, math.Abs(w))
+	}
+	for i, w := range want {
+		worst = math.Max(worst, math.Abs(float64(got[i])-w))
+		if math.IsNaN(float64(got[i])) {
+			return math.Inf(1)
+		}
+	}
+	return worst / math.Max(scale, 1e-30)
+}
+
+// naiveAttention is causal attention of one head, query rows at positions
+// past…past+n−1, in float64; it also returns the probabilities.
+func naiveAttention(q, k, v []float32, n, past, hd, ldq, ldkv int) (out, att []float64) {
+	W := past + n
+	out, att = make([]float64, n*hd), make([]float64, n*W)
+	for i := 0; i < n; i++ {
+		valid := past + i + 1
+		m := math.Inf(-1)
+		for j := 0; j < valid; j++ {
+			var s float64
+			for p := 0; p < hd; p++ {
+				s += float64(q[i*ldq+p]) * float64(k[j*ldkv+p])
+			}
+			att[i*W+j] = s / math.Sqrt(float64(hd))
+			m = math.Max(m, att[i*W+j])
+		}
+		var sum float64
+		for j := 0; j < valid; j++ {
+			att[i*W+j] = math.Exp(att[i*W+j] - m)
+			sum += att[i*W+j]
+		}
+		for j := 0; j < valid; j++ {
+			att[i*W+j] /= sum
+			for p := 0; p < hd; p++ {
+				out[i*hd+p] += att[i*W+j] * float64(v[j*ldkv+p])
+			}
+		}
+	}
+	return out, att
+}
+
+func TestAttendHeadMatchesNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, tc := range []struct{ n, past int }{{1, 0}, {5, 0}, {70, 0}, {1, 33}, {3, 100}, {130, 17}} {
+		const hd, ld = 8, 24 // a head inside wider rows, as in the packed layout
+		W := tc.past + tc.n
+		q, k, v := randn(rng, tc.n*ld, 1), randn(rng, W*ld, 1), randn(rng, W*ld, 1)
+		out, att := make([]float32, tc.n*ld), make([]float32, tc.n*W)
+		AttendHead(out[4:], att, q[4:], k[8:], v[8:], tc.n, tc.past, hd, ld, ld, ld)
+		wantOut, wantAtt := naiveAttention(q[4:], k[8:], v[8:], tc.n, tc.past, hd, ld, ld)
+		gotOut := make([]float32, tc.n*hd)
+		for i := 0; i < tc.n; i++ {
+			copy(gotOut[i*hd:], out[4+i*ld:4+i*ld+hd])
+		}
+		if e := maxRelErr(gotOut, wantOut); e > 1e-5 {
+			t.Errorf("n=%d past=%d: out error %.2e", tc.n, tc.past, e)
+		}
+		if e := maxRelErr(att, wantAtt); e > 1e-5 {
+			t.Errorf("n=%d past=%d: att error %.2e", tc.n, tc.past, e)
+		}
+	}
+}
+
+// TestAttentionBackwardMatchesNaive checks the packed GQA backward against
+// float64 finite differences of Σ dout·out for a few elements of q, k, v.
+func TestAttentionBackwardMatchesNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	lens := []int{3, 70, 9}
+	const nH, nKV, hd = 4, 2, 4
+	T, C, KV := 82, nH*hd, nKV*hd
+	q, k, v, dout := randn(rng, T*C, 1), randn(rng, T*KV, 1), randn(rng, T*KV, 1), randn(rng, T*C, 1)
+	out, att := make([]float32, T*C), make([]float32, AttentionSize(lens, nH))
+	AttentionForward(out, att, q, k, v, lens, nH, nKV, hd)
+	dq, dk, dv := make([]float32, T*C), make([]float32, T*KV), make([]float32, T*KV)
+	AttentionBackward(dq, dk, dv, make([]float32, AttentionSize(lens, nKV)), dout, att, q, k, v, lens, nH, nKV, hd)
+
+	// loss(q, k, v) = Σ dout·attention(q, k, v), in float64.
+	loss := func() float64 {
+		var s float64
+		o := 0
+		for _, L := range lens {
+			for h := 0; h < nH; h++ {
+				g := h / (nH / nKV)
+				y, _ := naiveAttention(q[o*C+h*hd:], k[o*KV+g*hd:], v[o*KV+g*hd:], L, 0, hd, C, KV)
+				for i := 0; i < L; i++ {
+					for p := 0; p < hd; p++ {
+						s += y[i*hd+p] * float64(dout[(o+i)*C+h*hd+p])
+					}
+				}
+			}
+			o += L
+		}
+		return s
+	}
+	for _, x := range []struct {
+		name    string
+		p, grad []float32
+	}{{"q", q, dq}, {"k", k, dk}, {"v", v, dv}} {
+		for trial := 0; trial < 8; trial++ {
+			i := rng.IntN(len(x.p))
+			old := x.p[i]
+			const h = 1e-2
+			x.p[i] = old + h
+			lp := loss()
+			x.p[i] = old - h
+			lm := loss()
+			x.p[i] = old
+			fd := (lp - lm) / (2 * h)
+			if math.Abs(fd-float64(x.grad[i])) > 2e-3*math.Max(1, math.Abs(fd)) {
+				t.Errorf("d%s[%d]: backward %g, finite difference %g", x.name, i, x.grad[i], fd)
+			}
+		}
+	}
+}
+
+func TestLogSoftmaxMatchesNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	const N, V = 5, 300
+	logits := randn(rng, N*V, 4)
+	logits[7] = 80 // a large logit: max subtraction keeps it finite
+	targets := []int{3, -1, 299, 0, 17}
+	lse, lp, ent := make([]float32, N), make([]float32, N), make([]float32, N)
+	LogSoftmaxForward(lse, lp, ent, logits, targets, N, V)
+	a, b := randn(rng, N, 1), randn(rng, N, 1)
+	dlogits := make([]float32, N*V)
+	LogSoftmaxBackward(dlogits, logits, lse, ent, targets, a, b, N, V)
+	for n := 0; n < N; n++ {
+		z := logits[n*V : n*V+V]
+		m := math.Inf(-1)
+		for _, x := range z {
+			m = math.Max(m, float64(x))
+		}
+		var s float64
+		for _, x := range z {
+			s += math.Exp(float64(x) - m)
+		}
+		l := m + math.Log(s)
+		var h float64
+		p := make([]float64, V)
+		for j, x := range z {
+			p[j] = math.Exp(float64(x) - l)
+			h -= p[j] * (float64(x) - l)
+		}
+		wantLp := 0.0
+		if targets[n] >= 0 {
+			wantLp = float64(z[targets[n]]) - l
+		}
+		if math.Abs(float64(lp[n])-wantLp) > 1e-4 || math.Abs(float64(ent[n])-h) > 1e-4 {
+			t.Errorf("row %d: logprob %g entropy %g, want %g %g", n, lp[n], ent[n], wantLp, h)
+		}
+		want := make([]float64, V)
+		for j := range want {
+			lpj := float64(z[j]) - l
+			if targets[n] >= 0 {
+				want[j] = -float64(a[n]) * p[j]
+				if j == targets[n] {
+					want[j] += float64(a[n])
+				}
+			}
+			want[j] -= float64(b[n]) * p[j] * (lpj + h)
+		}
+		if e := maxRelErr(dlogits[n*V:n*V+V], want); e > 1e-4 {
+			t.Errorf("row %d: dlogits error %.2e", n, e)
+		}
+	}
+}
+
+func TestRMSNormBackwardFiniteDifference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	const N, C = 3, 10
+	const eps = 1e-6
+	x, w, dy := randn(rng, N*C, 1), randn(rng, C, 1), randn(rng, N*C, 1)
+	y, rstd := make([]float32, N*C), make([]float32, N)
+	RMSNormForward(y, rstd, x, w, N, C, eps)
+	dx, dw := make([]float32, N*C), make([]float32, C)
+	RMSNormBackward(dx, dw, dy, x, w, rstd, N, C)
+	loss := func() float64 {
+		var s float64
+		for n := 0; n < N; n++ {
+			var ss float64
+			for c := 0; c < C; c++ {
+				ss += float64(x[n*C+c]) * float64(x[n*C+c])
+			}
+			r := 1 / math.Sqrt(ss/C+eps)
+			for c := 0; c < C; c++ {
+				s += float64(dy[n*C+c]) * float64(x[n*C+c]) * r * float64(w[c])
+			}
+		}
+		return s
+	}
+	for _, p := range []struct {
+		name    string
+		v, grad []float32
+	}{{"x", x, dx}, {"w", w, dw}} {
+		for i := range p.v {
+			old := p.v[i]
+			p.v[i] = old + 1e-3
+			lp := loss()
+			p.v[i] = old - 1e-3
+			lm := loss()
+			p.v[i] = old
+			if fd := (lp - lm) / 2e-3; math.Abs(fd-float64(p.grad[i])) > 1e-3*math.Max(1, math.Abs(fd)) {
+				t.Errorf("d%s[%d]: backward %g, finite difference %g", p.name, i, p.grad[i], fd)
+			}
+		}
+	}
+}
+
+func TestRopeRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	const T, nH, hd, maxPos = 6, 2, 8, 32
+	cos, sin := make([]float32, maxPos*hd/2), make([]float32, maxPos*hd/2)
+	RopeTables(cos, sin, maxPos, hd, 10000)
+	pos := []int{0, 1, 2, 31, 5, 0}
+	x := randn(rng, T*nH*hd, 1)
+	y := slices.Clone(x)
+	RopeForward(y, cos, sin, pos, T, nH, hd)
+	if !slices.Equal(y[:nH*hd], x[:nH*hd]) {
+		t.Error("position 0 must be the identity")
+	}
+	// Rotation pairs (j, j+hd/2) by angle pos·θ^(−2j/hd).
+	j, p := 1, 3
+	a := float64(pos[p]) * math.Pow(10000, -2*float64(j)/hd)
+	x1, x2 := float64(x[p*nH*hd+j]), float64(x[p*nH*hd+j+hd/2])
+	if got, want := float64(y[p*nH*hd+j]), x1*math.Cos(a)-x2*math.Sin(a); math.Abs(got-want) > 1e-5 {
+		t.Errorf("rotated element %g, want %g", got, want)
+	}
+	RopeBackward(y, cos, sin, pos, T, nH, hd)
+	for i := range x {
+		if math.Abs(float64(y[i]-x[i])) > 1e-5 {
+			t.Fatalf("backward is not the inverse rotation at %d: %g vs %g", i, y[i], x[i])
+		}
+	}
+}
+
+// TestReductionsIndependentOfGOMAXPROCS runs the kernels that reduce over
+// rows with 1 and 2 threads and requires identical bits.
+func TestReductionsIndependentOfGOMAXPROCS(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	const N, C, V = 700, 96, 50
+	x, w, dy := randn(rng, N*C, 1), randn(rng, C, 1), randn(rng, N*C, 1)
+	tokens := make([]int, N)
+	for i := range tokens {
+		tokens[i] = rng.IntN(V)
+	}
+	run := func(procs int) []float32 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		y, rstd := make([]float32, N*C), make([]float32, N)
+		RMSNormForward(y, rstd, x, w, N, C, 1e-6)
+		dx, dw, db, dwte := make([]float32, N*C), make([]float32, C), make([]float32, C), make([]float32, V*C)
+		RMSNormBackward(dx, dw, dy, x, w, rstd, N, C)
+		ColumnSum(db, dy, N, C)
+		EmbeddingBackward(dwte, dy, tokens, N, C)
+		return slices.Concat(y, dx, dw, db, dwte)
+	}
+	if !slices.Equal(run(1), run(2)) {
+		t.Error("results differ between GOMAXPROCS=1 and 2")
+	}
+}

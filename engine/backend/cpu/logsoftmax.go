@@ -1,0 +1,74 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
+)
+
+// LogSoftmaxForward reads N rows of V logits and writes, per row n, the
+// log-sum-exp lse[n], the log-probability of targets[n] (0 where
+// targets[n] < 0, meaning no target) and the entropy of the distribution:
+//
+//	log p_j = z_j − lse,   lse = m + log Σ_j exp(z_j − m),   m = max_j z_j
+//	H = −Σ_j p_j log p_j
+//
+// Everything is float32 with the max subtracted first.
+func LogSoftmaxForward(lse, logprob, entropy, logits []float32, targets []int, N, V int) {
+	parallel.For(N, grain(2*V), func(_, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			z := logits[n*V : n*V+V]
+			m := z[0]
+			for _, v := range z[1:] {
+				m = max(m, v)
+			}
+			// s = Σ e_j, u = Σ e_j (z_j − m), with e_j = exp(z_j − m);
+			// then H = log s − u/s.
+			var s, u float32
+			for _, v := range z {
+				e := exp32(v - m)
+				s += e
+				u += e * (v - m)
+			}
+			ls := float32(math.Log(float64(s)))
+			lse[n] = m + ls
+			entropy[n] = ls - u/s
+			logprob[n] = 0
+			if t := targets[n]; t >= 0 {
+				logprob[n] = z[t] - lse[n]
+			}
+		}
+	})
+}
+
+// LogSoftmaxBackward turns per-row coefficients dlogprob[n] = ∂L/∂logprob[n]
+// and dentropy[n] = ∂L/∂H[n] into logit gradients. dlogits may alias logits
+// (it is then overwritten in place, as llm.c does):
+//
+//	∂L/∂z_j = dlogprob · (δ_{j,target} − p_j) − dentropy · p_j · (log p_j + H)
+//
+// Rows where both coefficients are 0 get a zero gradient.
+func LogSoftmaxBackward(dlogits, logits, lse, entropy []float32, targets []int, dlogprob, dentropy []float32, N, V int) {
+	parallel.For(N, grain(2*V), func(_, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			z, dz := logits[n*V:n*V+V], dlogits[n*V:n*V+V]
+			a, b := dlogprob[n], dentropy[n]
+			if targets[n] < 0 {
+				a = 0
+			}
+			if a == 0 && b == 0 {
+				clear(dz)
+				continue
+			}
+			l, h := lse[n], entropy[n]
+			for j, v := range z {
+				lp := v - l
+				p := exp32(lp)
+				dz[j] = -a*p - b*p*(lp+h)
+			}
+			if a != 0 {
+				dz[targets[n]] += a
+			}
+		}
+	})
+}

@@ -1,0 +1,408 @@
+package checkpoint
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Tensor is a named float32 array, row-major. Data may be a view of a
+// larger flat buffer: writing never copies it.
+type Tensor struct {
+	Name  string
+	Shape []int
+	Data  []float32
+}
+
+// Info describes one tensor of a safetensors file. Begin and End are byte
+// offsets from the start of the data section.
+type Info struct {
+	Name       string
+	DType      string
+	Shape      []int
+	Begin, End int64
+}
+
+// Len is the number of elements: the product of the shape (1 for a scalar).
+func (in Info) Len() int {
+	n := 1
+	for _, d := range in.Shape {
+		n *= d
+	}
+	return n
+}
+
+// maxHeader is the reference implementation's limit on the JSON header.
+const maxHeader = 100_000_000
+
+// File is an open safetensors file whose header has been checked. Tensors
+// are read on demand with ReadInto or Get. Close it when done.
+type File struct {
+	path      string
+	r         io.ReaderAt
+	closer    io.Closer
+	dataStart int64
+	meta      map[string]string
+	infos     map[string]Info
+	names     []string // sorted
+}
+
+// OpenSafetensors opens path and validates its header and layout; tensor
+// data is read later.
+func OpenSafetensors(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	sf, err := parse(path, f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	sf.closer = f
+	return sf, nil
+}
+
+// ReadSafetensors reads a whole file: every tensor converted to float32, in
+// name order, and the metadata.
+func ReadSafetensors(path string) ([]Tensor, map[string]string, error) {
+	f, err := OpenSafetensors(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	ts := make([]Tensor, 0, len(f.names))
+	for _, name := range f.names {
+		t, err := f.Get(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		ts = append(ts, t)
+	}
+	return ts, f.Metadata(), nil
+}
+
+// header entry as it appears in the JSON.
+type entry struct {
+	DType       string  `json:"dtype"`
+	Shape       []int   `json:"shape"`
+	DataOffsets []int64 `json:"data_offsets"`
+}
+
+// parse reads and checks the header of a safetensors image of the given
+// size read through r; path only names it in errors.
+func parse(path string, r io.ReaderAt, size int64) (*File, error) {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("checkpoint %s: "+format, append([]any{path}, args...)...)
+	}
+	var lenBuf [8]byte
+	if size < 8 {
+		return nil, fail("file is %d bytes, too short for the 8-byte header length (not a safetensors file, or truncated)", size)
+	}
+	if _, err := r.ReadAt(lenBuf[:], 0); err != nil {
+		return nil, fail("reading the header length: %v", err)
+	}
+	n := binary.LittleEndian.Uint64(lenBuf[:])
+	switch {
+	case n > maxHeader:
+		return nil, fail("header length %d exceeds the %d-byte limit (not a safetensors file?)", n, maxHeader)
+	case int64(n) > size-8:
+		return nil, fail("header length %d exceeds the %d bytes after it (file truncated?)", n, size-8)
+	case n < 2:
+		return nil, fail("header length %d is too short for a JSON object", n)
+	}
+	hdr := make([]byte, n)
+	if _, err := r.ReadAt(hdr, 8); err != nil {
+		return nil, fail("reading the header: %v", err)
+	}
+	if hdr[0] != '{' {
+		return nil, fail("header does not start with '{' (not a safetensors file?)")
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(hdr, &raw); err != nil {
+		return nil, fail("header is not valid JSON: %v", err)
+	}
+	sf := &File{path: path, r: r, dataStart: 8 + int64(n), infos: make(map[string]Info, len(raw))}
+	dataLen := size - sf.dataStart
+	if m, ok := raw["__metadata__"]; ok {
+		if err := json.Unmarshal(m, &sf.meta); err != nil {
+			return nil, fail("__metadata__ must map strings to strings: %v", err)
+		}
+		delete(raw, "__metadata__")
+	}
+	sf.names = slices.Sorted(maps.Keys(raw)) // checked in name order: the first error is always the same
+	for _, name := range sf.names {
+		d := json.NewDecoder(bytes.NewReader(raw[name]))
+		d.DisallowUnknownFields()
+		var e entry
+		if err := d.Decode(&e); err != nil {
+			return nil, fail("tensor %q: bad header entry: %v", name, err)
+		}
+		size, ok := dtypeSize[e.DType]
+		switch {
+		case !ok:
+			return nil, fail("tensor %q: unknown dtype %q", name, e.DType)
+		case e.Shape == nil:
+			return nil, fail("tensor %q: missing shape", name)
+		case len(e.DataOffsets) != 2:
+			return nil, fail("tensor %q: data_offsets must be [begin, end] (got %v)", name, e.DataOffsets)
+		}
+		begin, end := e.DataOffsets[0], e.DataOffsets[1]
+		if begin < 0 || end < begin {
+			return nil, fail("tensor %q: data offsets [%d, %d) are not a valid range", name, begin, end)
+		}
+		if end > dataLen {
+			return nil, fail("tensor %q: data offsets [%d, %d) exceed the %d bytes of data (file truncated?)", name, begin, end, dataLen)
+		}
+		want, ok := byteSize(e.Shape, size)
+		if !ok {
+			return nil, fail("tensor %q: shape %v has a negative dimension or overflows", name, e.Shape)
+		}
+		if end-begin != want {
+			return nil, fail("tensor %q: data offsets [%d, %d) do not match shape %v × %s = %d bytes", name, begin, end, e.Shape, e.DType, want)
+		}
+		sf.infos[name] = Info{Name: name, DType: e.DType, Shape: e.Shape, Begin: begin, End: end}
+	}
+	if err := sf.checkTiling(dataLen); err != nil {
+		return nil, err
+	}
+	return sf, nil
+}
+
+// byteSize returns shape × dtype size, false if a dimension is negative or
+// the product overflows an int64.
+func byteSize(shape []int, size int) (int64, bool) {
+	n := int64(size)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, false
+		}
+		if d == 0 {
+			n = 0
+			continue
+		}
+		if n > math.MaxInt64/int64(d) {
+			return 0, false
+		}
+		n *= int64(d)
+	}
+	return n, true
+}
+
+// checkTiling checks that the tensors cover the data section exactly: in
+// offset order each starts where the previous one ended, and the last ends
+// at the end of the file.
+func (f *File) checkTiling(dataLen int64) error {
+	byOffset := slices.Clone(f.names)
+	slices.SortFunc(byOffset, func(a, b string) int {
+		ia, ib := f.infos[a], f.infos[b]
+		return cmp.Or(cmp.Compare(ia.Begin, ib.Begin), cmp.Compare(ia.End, ib.End))
+	})
+	var at int64
+	prev := ""
+	for _, name := range byOffset {
+		in := f.infos[name]
+		switch {
+		case in.Begin < at:
+			return fmt.Errorf("checkpoint %s: tensor %q: data offsets [%d, %d) overlap tensor %q, which ends at %d", f.path, name, in.Begin, in.End, prev, at)
+		case in.Begin > at:
+			return fmt.Errorf("checkpoint %s: tensor %q: data starts at %d, leaving bytes [%d, %d) that no tensor uses", f.path, name, in.Begin, at, in.Begin)
+		}
+		at = in.End
+		if in.End > in.Begin {
+			prev = name
+		}
+	}
+	if at != dataLen {
+		return fmt.Errorf("checkpoint %s: the tensors cover %d bytes of data but the file holds %d after the header (trailing garbage?)", f.path, at, dataLen)
+	}
+	return nil
+}
+
+// Path is the file's path as given to OpenSafetensors.
+func (f *File) Path() string { return f.path }
+
+// Names lists the tensors in name order.
+func (f *File) Names() []string { return slices.Clone(f.names) }
+
+// Info describes the named tensor.
+func (f *File) Info(name string) (Info, bool) {
+	in, ok := f.infos[name]
+	if ok {
+		in.Shape = slices.Clone(in.Shape)
+	}
+	return in, ok
+}
+
+// Metadata returns a copy of the "__metadata__" map (empty if absent).
+func (f *File) Metadata() map[string]string {
+	m := make(map[string]string, len(f.meta))
+	for k, v := range f.meta {
+		m[k] = v
+	}
+	return m
+}
+
+// Close releases the file.
+func (f *File) Close() error {
+	if f.closer == nil {
+		return nil
+	}
+	return f.closer.Close()
+}
+
+// Get reads the named tensor into a new float32 slice.
+func (f *File) Get(name string) (Tensor, error) {
+	in, ok := f.infos[name]
+	if !ok {
+		return Tensor{}, f.missing(name)
+	}
+	t := Tensor{Name: name, Shape: slices.Clone(in.Shape), Data: make([]float32, in.Len())}
+	return t, f.ReadInto(name, t.Data)
+}
+
+// Load reads the named tensor into dst after checking that its shape is
+// the expected one: what a model calls for each of its parameter views.
+func (f *File) Load(name string, shape []int, dst []float32) error {
+	in, ok := f.infos[name]
+	if !ok {
+		return f.missing(name)
+	}
+	if !slices.Equal(in.Shape, shape) {
+		return fmt.Errorf("checkpoint %s: tensor %q has shape %v, the model expects %v", f.path, name, in.Shape, shape)
+	}
+	return f.ReadInto(name, dst)
+}
+
+func (f *File) missing(name string) error {
+	return fmt.Errorf("checkpoint %s: no tensor %q (the file has %d tensors)", f.path, name, len(f.names))
+}
+
+// readChunk is the number of bytes converted per ReadAt: the only scratch
+// memory a read needs.
+const readChunk = 1 << 20
+
+// ReadInto reads the named tensor, converted to float32, into dst, which
+// must hold exactly its number of elements.
+func (f *File) ReadInto(name string, dst []float32) error {
+	in, ok := f.infos[name]
+	if !ok {
+		return f.missing(name)
+	}
+	if len(dst) != in.Len() {
+		return fmt.Errorf("checkpoint %s: tensor %q has %d elements (shape %v), the destination %d", f.path, name, in.Len(), in.Shape, len(dst))
+	}
+	size := int64(dtypeSize[in.DType])
+	if !convertible(in.DType) {
+		return fmt.Errorf("checkpoint %s: tensor %q: dtype %s cannot be read as float32 (supported: F32, F16, BF16)", f.path, name, in.DType)
+	}
+	buf := make([]byte, min(readChunk, in.End-in.Begin))
+	per := int64(len(buf)) / size // elements per chunk
+	for i := int64(0); i < int64(len(dst)); i += per {
+		k := min(per, int64(len(dst))-i)
+		b := buf[:k*size]
+		if _, err := f.r.ReadAt(b, f.dataStart+in.Begin+i*size); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = fmt.Errorf("unexpected end of file (truncated after opening?)")
+			}
+			return fmt.Errorf("checkpoint %s: tensor %q: %w", f.path, name, err)
+		}
+		decodeInto(dst[i:i+k], b, in.DType)
+	}
+	return nil
+}
+
+// WriteSafetensors writes tensors as F32 to path, atomically, in name
+// order, with the given metadata (may be nil). Names must be unique and
+// non-empty and each Data must match its Shape.
+func WriteSafetensors(path string, tensors []Tensor, metadata map[string]string) error {
+	hdr, order, err := encodeHeader(tensors, metadata)
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return writeAtomic(path, func(w *bufio.Writer) error {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(hdr)))
+		w.Write(n[:])
+		w.Write(hdr)
+		buf := make([]byte, 0, 1<<16)
+		for _, t := range order {
+			for i, v := range t.Data {
+				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+				if len(buf) == cap(buf) || i == len(t.Data)-1 {
+					if _, err := w.Write(buf); err != nil {
+						return err
+					}
+					buf = buf[:0]
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// encodeHeader validates the tensors and returns the JSON header, padded
+// with spaces to a multiple of 8 bytes so that the data is aligned, and the
+// tensors in name order.
+func encodeHeader(tensors []Tensor, metadata map[string]string) ([]byte, []Tensor, error) {
+	order := slices.Clone(tensors)
+	slices.SortFunc(order, func(a, b Tensor) int { return strings.Compare(a.Name, b.Name) })
+	var h bytes.Buffer
+	h.WriteByte('{')
+	if len(metadata) > 0 {
+		m, err := json.Marshal(metadata) // keys sorted
+		if err != nil {
+			return nil, nil, err
+		}
+		h.WriteString(`"__metadata__":`)
+		h.Write(m)
+	}
+	var off int64
+	for i, t := range order {
+		switch {
+		case t.Name == "" || t.Name == "__metadata__":
+			return nil, nil, fmt.Errorf("tensor name %q is not allowed", t.Name)
+		case i > 0 && order[i-1].Name == t.Name:
+			return nil, nil, fmt.Errorf("tensor %q appears twice", t.Name)
+		}
+		n, ok := byteSize(t.Shape, 4)
+		if !ok || n != 4*int64(len(t.Data)) {
+			return nil, nil, fmt.Errorf("tensor %q: shape %v does not match its %d values", t.Name, t.Shape, len(t.Data))
+		}
+		if h.Len() > 1 {
+			h.WriteByte(',')
+		}
+		name, _ := json.Marshal(t.Name)
+		h.Write(name)
+		h.WriteString(`:{"dtype":"F32","shape":[`)
+		for j, d := range t.Shape {
+			if j > 0 {
+				h.WriteByte(',')
+			}
+			h.WriteString(strconv.Itoa(d))
+		}
+		fmt.Fprintf(&h, `],"data_offsets":[%d,%d]}`, off, off+n)
+		off += n
+	}
+	h.WriteByte('}')
+	for h.Len()%8 != 0 {
+		h.WriteByte(' ')
+	}
+	return h.Bytes(), order, nil
+}

@@ -1,0 +1,253 @@
+package model
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ragen-go/ragen/engine/sample"
+)
+
+// checkAgainstFull compares the decoder's logits rows with a full forward
+// over each sequence's whole history.
+func checkAgainstFull(t *testing.T, m *Model, what string, hist map[int][]int, ids []int, logits []float32) {
+	t.Helper()
+	V := m.Config.VocabSize
+	var tokens, lens []int
+	for _, id := range ids {
+		tokens = append(tokens, hist[id]...)
+		lens = append(lens, len(hist[id]))
+	}
+	out, err := m.Forward(tokens, lens, Want{Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := 0
+	for i, id := range ids {
+		o += lens[i]
+		want := out.Logits[(o-1)*V : o*V]
+		if e, at := relErr(logits[i*V:(i+1)*V], want); e > 1e-5 {
+			t.Errorf("%s: sequence %d (length %d): cached vs full logits differ by %.2e at token %d", what, id, lens[i], e, at)
+		}
+	}
+}
+
+// TestDecoderMatchesForward drives the cache through prefill, batched
+// one-token steps, an environment chunk appended to some sequences, a
+// sequence leaving, and a long chunk that spans several attention blocks,
+// checking every step's logits against a full forward.
+func TestDecoderMatchesForward(t *testing.T) {
+	c := Tiny()
+	c.TieWordEmbeddings = false
+	m, err := New(c, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(m, 12)
+	rng := rand.New(rand.NewPCG(13, 13))
+	d, err := m.NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := map[int][]int{}
+	appendStep := func(what string, ids []int, lens ...int) {
+		t.Helper()
+		chunks := make([][]int, len(ids))
+		for i, id := range ids {
+			chunks[i] = randomBatch(rng, c.VocabSize, lens[i])
+			hist[id] = append(hist[id], chunks[i]...)
+		}
+		logits, err := d.Append(ids, chunks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAgainstFull(t, m, what, hist, ids, logits)
+		for _, id := range ids {
+			if d.Len(id) != len(hist[id]) {
+				t.Errorf("%s: Len(%d) = %d, want %d", what, id, d.Len(id), len(hist[id]))
+			}
+		}
+	}
+	appendStep("prefill", []int{10, 20, 30}, 5, 9, 1)
+	for step := 0; step < 4; step++ {
+		appendStep("generate", []int{10, 20, 30}, 1, 1, 1)
+	}
+	appendStep("environment chunk", []int{30, 10}, 6, 3)
+	appendStep("generate after chunk", []int{10, 20, 30}, 1, 1, 1)
+	d.Remove(20)
+	if d.Len(20) != 0 || !slices.Equal(d.IDs(), []int{10, 30}) {
+		t.Errorf("after Remove(20): ids %v", d.IDs())
+	}
+	appendStep("after a sequence left", []int{30, 10}, 1, 1)
+	appendStep("new sequence joins", []int{40, 10}, 70, 1)
+	appendStep("long chunk over a cached prefix", []int{40, 30}, 90, 2)
+}
+
+func TestDecoderBadInput(t *testing.T) {
+	m, err := New(Tiny(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := m.NewDecoder()
+	if _, err := d.Append([]int{1}, [][]int{{1, 2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	long := make([]int, 254)
+	for _, tc := range []struct {
+		ids    []int
+		chunks [][]int
+		err    string
+	}{
+		{nil, nil, "decoder: empty batch: no sequences"},
+		{[]int{1, 2}, [][]int{{1}}, "decoder: 2 ids but 1 chunks"},
+		{[]int{1, 1}, [][]int{{1}, {2}}, "decoder: sequence 1 appears twice in one step"},
+		{[]int{1, 2}, [][]int{{1}, {4, 100}}, "decoder: sequence 2: token 1: id 100 out of range [0, 96)"},
+		{[]int{1}, [][]int{{}}, "decoder: sequence 1: nothing to append (empty chunk)"},
+		{[]int{1}, [][]int{long}, "decoder: sequence 1: length 257 would exceed max_position_embeddings 256"},
+	} {
+		if _, err := d.Append(tc.ids, tc.chunks); err == nil || err.Error() != tc.err {
+			t.Errorf("got %v, want %q", err, tc.err)
+		}
+	}
+	if d.Len(1) != 3 || d.Len(2) != 0 {
+		t.Errorf("a failed Append changed the cache: lengths %d, %d", d.Len(1), d.Len(2))
+	}
+	if _, err := d.Generate([]Request{{ID: 5, Prompt: []int{1}}}, GenerateOptions{Sample: sample.Options{Temperature: 1}, MaxNew: 3}); err == nil || !strings.Contains(err.Error(), "needs an RNG") {
+		t.Errorf("sampling without RNG: got %v", err)
+	}
+	if _, err := d.Generate([]Request{{ID: 5, Prompt: []int{1}}}, GenerateOptions{MaxNew: 0}); err == nil || !strings.Contains(err.Error(), "max_new_tokens") {
+		t.Errorf("MaxNew 0: got %v", err)
+	}
+	if _, err := d.Generate([]Request{{ID: 5, Prompt: []int{1}}}, GenerateOptions{Sample: sample.Options{TopP: 2}, MaxNew: 3}); err == nil || !strings.Contains(err.Error(), "top_p") {
+		t.Errorf("bad top_p: got %v", err)
+	}
+	c := Tiny()
+	c.LMHead, c.ValueHead = false, true
+	critic, _ := New(c, 1)
+	if _, err := critic.NewDecoder(); err == nil {
+		t.Error("decoder for a model without LM head: no error")
+	}
+}
+
+// generateOne runs one Generate call over fresh sequences with the given
+// prompts and per-sequence seeds.
+func generateOne(t *testing.T, m *Model, prompts [][]int, seeds []uint64, o GenerateOptions) [][]int {
+	t.Helper()
+	d, err := m.NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := make([]Request, len(prompts))
+	for i := range prompts {
+		reqs[i] = Request{ID: i, Prompt: prompts[i], RNG: sample.NewRNG(seeds[i])}
+	}
+	out, err := d.Generate(reqs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestGenerateIndependentOfBatch samples each sequence alone and inside a
+// batch, with 1 and 2 threads: its tokens must not change.
+func TestGenerateIndependentOfBatch(t *testing.T) {
+	m, err := New(Tiny(), 21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(m, 22)
+	rng := rand.New(rand.NewPCG(23, 23))
+	prompts := [][]int{randomBatch(rng, 96, 7), randomBatch(rng, 96, 3), randomBatch(rng, 96, 12)}
+	seeds := []uint64{101, 102, 103}
+	o := GenerateOptions{Sample: sample.Options{Temperature: 1, TopK: 40, TopP: 0.95}, MaxNew: 24}
+	batch := generateOne(t, m, prompts, seeds, o)
+	for i := range prompts {
+		alone := generateOne(t, m, prompts[i:i+1], seeds[i:i+1], o)[0]
+		if !slices.Equal(alone, batch[i]) {
+			t.Errorf("sequence %d: alone %v, in a batch %v", i, alone, batch[i])
+		}
+		if len(alone) != o.MaxNew {
+			t.Errorf("sequence %d: %d tokens, want MaxNew %d", i, len(alone), o.MaxNew)
+		}
+	}
+	prev := runtime.GOMAXPROCS(1)
+	one := generateOne(t, m, prompts, seeds, o)
+	runtime.GOMAXPROCS(prev)
+	if !slices.Equal(slices.Concat(one...), slices.Concat(batch...)) {
+		t.Errorf("GOMAXPROCS=1 gives %v, default gives %v", one, batch)
+	}
+}
+
+// TestGenerateStopsAndContinues checks stop sequences and the multi-turn
+// flow: generate, append an environment reply, generate again — with the
+// same tokens as running the whole history through a fresh decoder.
+func TestGenerateStopsAndContinues(t *testing.T) {
+	m, err := New(Tiny(), 31)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(m, 32)
+	prompt := []int{4, 8, 15, 16, 23, 42}
+	greedy := generateOne(t, m, [][]int{prompt}, []uint64{0}, GenerateOptions{MaxNew: 12})[0]
+	stop := greedy[4:6]
+	want := greedy[:6]
+	for k := 2; k < 6; k++ { // the stop pair may occur earlier
+		if slices.Equal(greedy[k-2:k], stop) {
+			want = greedy[:k]
+			break
+		}
+	}
+	stopper := sample.NewStopper([][]int{{95, 94, 93}, stop})
+	got := generateOne(t, m, [][]int{prompt}, []uint64{0}, GenerateOptions{MaxNew: 12, Stop: stopper})[0]
+	if !slices.Equal(got, want) {
+		t.Fatalf("with stop %v: got %v, want %v (greedy run %v)", stop, got, want, greedy)
+	}
+
+	// Turn 2: environment reply, then generate again.
+	d, _ := m.NewDecoder()
+	o := GenerateOptions{Sample: sample.Options{Temperature: 0.8}, MaxNew: 5}
+	rngA := sample.NewRNG(7)
+	turn1, err := d.Generate([]Request{{ID: 1, Prompt: prompt, RNG: rngA}}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := []int{9, 9, 3}
+	turn2, err := d.Generate([]Request{{ID: 1, Prompt: reply, RNG: rngA}}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Len(1) != len(prompt)+5+len(reply)+5 {
+		t.Errorf("length after two turns %d", d.Len(1))
+	}
+	// A fresh decoder given the whole history at once continues identically.
+	d2, _ := m.NewDecoder()
+	rngB := sample.NewRNG(7)
+	if _, err := d2.Generate([]Request{{ID: 1, Prompt: prompt, RNG: rngB}}, o); err != nil {
+		t.Fatal(err)
+	}
+	d2.Remove(1)
+	hist := slices.Concat(prompt, turn1[0], reply)
+	again, err := d2.Generate([]Request{{ID: 1, Prompt: hist, RNG: rngB}}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again[0], turn2[0]) {
+		t.Errorf("turn 2 from the cache %v, from a fresh prefill %v", turn2[0], again[0])
+	}
+
+	// Generation stops at max_position_embeddings instead of failing.
+	d3, _ := m.NewDecoder()
+	long := make([]int, m.Config.MaxPositions-3)
+	out, err := d3.Generate([]Request{{ID: 1, Prompt: long}}, GenerateOptions{MaxNew: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out[0]) != 3 || d3.Len(1) != m.Config.MaxPositions {
+		t.Errorf("near the position limit: generated %d tokens, length %d", len(out[0]), d3.Len(1))
+	}
+	if _, err := d3.Generate([]Request{{ID: 1}}, GenerateOptions{MaxNew: 1}); err == nil {
+		t.Error("generating past max_position_embeddings: no error")
+	}
+}

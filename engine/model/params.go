@@ -1,0 +1,218 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"gorgonia.org/tensor"
+)
+
+// View is one named tensor inside a flat buffer: Data[Offset : Offset+Size]
+// holds it row-major with the given Shape.
+type View struct {
+	Name   string // Hugging Face name, e.g. "model.layers.0.self_attn.q_proj.weight"
+	Shape  []int  // e.g. [out, in] for a linear weight, as torch stores it
+	Offset int    // first element in the flat buffer
+	Size   int    // product of Shape
+	Decay  bool   // AdamW weight decay applies: matrices yes, norms and biases no
+}
+
+// Layout is the size table that carves one flat []float32 into the model's
+// named tensors (llm.c style). Parameters, gradients and optimizer moments
+// share one Layout, so an element has the same offset in all of them.
+type Layout struct {
+	Views []View // in storage order
+	Size  int    // total floats
+	index map[string]int
+}
+
+// align is the offset granularity of views, in floats (64 bytes), so every
+// tensor starts on a cache line.
+const align = 16
+
+// NewLayout builds the size table of c. The config must be valid.
+func NewLayout(c Config) *Layout {
+	l := &Layout{index: map[string]int{}}
+	add := func(name string, decay bool, shape ...int) {
+		size := 1
+		for _, s := range shape {
+			size *= s
+		}
+		l.index[name] = len(l.Views)
+		l.Views = append(l.Views, View{Name: name, Shape: shape, Offset: l.Size, Size: size, Decay: decay})
+		l.Size += (size + align - 1) / align * align
+	}
+	d, hd, I := c.HiddenSize, c.HeadDim(), c.IntermediateSize
+	q, kv := c.NumHeads*hd, c.NumKVHeads*hd
+	add("model.embed_tokens.weight", true, c.VocabSize, d)
+	for i := 0; i < c.NumLayers; i++ {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		add(p+"input_layernorm.weight", false, d)
+		add(p+"self_attn.q_proj.weight", true, q, d)
+		add(p+"self_attn.k_proj.weight", true, kv, d)
+		add(p+"self_attn.v_proj.weight", true, kv, d)
+		if c.AttentionBias {
+			add(p+"self_attn.q_proj.bias", false, q)
+			add(p+"self_attn.k_proj.bias", false, kv)
+			add(p+"self_attn.v_proj.bias", false, kv)
+		}
+		add(p+"self_attn.o_proj.weight", true, d, q)
+		add(p+"post_attention_layernorm.weight", false, d)
+		add(p+"mlp.gate_proj.weight", true, I, d)
+		add(p+"mlp.up_proj.weight", true, I, d)
+		add(p+"mlp.down_proj.weight", true, d, I)
+	}
+	add("model.norm.weight", false, d)
+	if c.LMHead && !c.TieWordEmbeddings {
+		add("lm_head.weight", true, c.VocabSize, d)
+	}
+	if c.ValueHead {
+		add("value_head.weight", true, 1, d)
+		add("value_head.bias", false, 1)
+	}
+	return l
+}
+
+// Lookup returns the view called name.
+func (l *Layout) Lookup(name string) (View, bool) {
+	i, ok := l.index[name]
+	if !ok {
+		return View{}, false
+	}
+	return l.Views[i], true
+}
+
+// Buffer is one flat allocation laid out by a Layout: the parameters, their
+// gradients, or an optimizer moment.
+type Buffer struct {
+	Layout *Layout
+	Data   []float32 // Layout.Size floats; the padding between views stays 0
+}
+
+// NewBuffer allocates a zeroed buffer for l.
+func NewBuffer(l *Layout) *Buffer {
+	return &Buffer{Layout: l, Data: make([]float32, l.Size)}
+}
+
+// Slice returns the floats of the named view (sharing memory), or nil if
+// there is no such view.
+func (b *Buffer) Slice(name string) []float32 {
+	v, ok := b.Layout.Lookup(name)
+	if !ok {
+		return nil
+	}
+	return b.Data[v.Offset : v.Offset+v.Size : v.Offset+v.Size]
+}
+
+// Tensor returns the named view as a gorgonia tensor sharing the buffer's
+// memory: writes through either are seen by both.
+func (b *Buffer) Tensor(name string) (*tensor.Dense, error) {
+	v, ok := b.Layout.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("no tensor %q (have %s)", name, b.Layout.similar(name))
+	}
+	return tensor.New(tensor.WithShape(v.Shape...), tensor.WithBacking(b.Slice(name))), nil
+}
+
+// Zero sets every element to 0.
+func (b *Buffer) Zero() { clear(b.Data) }
+
+// similar lists up to 5 view names sharing the longest prefix with name, for
+// error messages.
+func (l *Layout) similar(name string) string {
+	type cand struct {
+		name   string
+		common int
+	}
+	cs := make([]cand, len(l.Views))
+	for i, v := range l.Views {
+		n := 0
+		for n < len(v.Name) && n < len(name) && v.Name[n] == name[n] {
+			n++
+		}
+		cs[i] = cand{v.Name, n}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].common > cs[j].common })
+	var names []string
+	for i := 0; i < len(cs) && i < 5; i++ {
+		names = append(names, cs[i].name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// layerWeights are the slices of one transformer block inside a Buffer.
+type layerWeights struct {
+	inNorm     []float32 // [d]
+	q, k, v    []float32 // [nH·hd, d], [nKV·hd, d], [nKV·hd, d]
+	qb, kb, vb []float32 // biases, nil without attention_bias
+	o          []float32 // [d, nH·hd]
+	postNorm   []float32 // [d]
+	gate, up   []float32 // [I, d]
+	down       []float32 // [d, I]
+}
+
+// weights are the model's tensors inside a Buffer (parameters or gradients).
+type weights struct {
+	embed  []float32 // [V, d]
+	layers []layerWeights
+	norm   []float32 // [d]
+	lmHead []float32 // [V, d]; aliases embed when tied; nil without LM head
+	valueW []float32 // [d]; nil without value head
+	valueB []float32 // [1]
+}
+
+func carve(b *Buffer, c Config) weights {
+	w := weights{embed: b.Slice("model.embed_tokens.weight"), norm: b.Slice("model.norm.weight")}
+	for i := 0; i < c.NumLayers; i++ {
+		s := func(n string) []float32 { return b.Slice(fmt.Sprintf("model.layers.%d.%s", i, n)) }
+		w.layers = append(w.layers, layerWeights{
+			inNorm: s("input_layernorm.weight"),
+			q:      s("self_attn.q_proj.weight"), k: s("self_attn.k_proj.weight"), v: s("self_attn.v_proj.weight"),
+			qb: s("self_attn.q_proj.bias"), kb: s("self_attn.k_proj.bias"), vb: s("self_attn.v_proj.bias"),
+			o:        s("self_attn.o_proj.weight"),
+			postNorm: s("post_attention_layernorm.weight"),
+			gate:     s("mlp.gate_proj.weight"), up: s("mlp.up_proj.weight"), down: s("mlp.down_proj.weight"),
+		})
+	}
+	if c.LMHead {
+		w.lmHead = b.Slice("lm_head.weight")
+		if c.TieWordEmbeddings {
+			w.lmHead = w.embed
+		}
+	}
+	w.valueW = b.Slice("value_head.weight")
+	w.valueB = b.Slice("value_head.bias")
+	return w
+}
+
+// initParams fills p deterministically from seed: weights ~ N(0, 0.02²),
+// with the projections that write into the residual stream (o_proj,
+// down_proj) scaled by 1/sqrt(2·layers) as in GPT-2, so the residual
+// variance does not grow with depth; norms 1; biases 0; the value head 0, so
+// a fresh critic predicts 0 everywhere.
+func initParams(p *Buffer, c Config, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	resid := 0.02 / math.Sqrt(2*float64(c.NumLayers))
+	for _, v := range p.Layout.Views {
+		x := p.Data[v.Offset : v.Offset+v.Size]
+		switch {
+		case strings.HasSuffix(v.Name, "norm.weight"):
+			for i := range x {
+				x[i] = 1
+			}
+		case strings.HasSuffix(v.Name, ".bias"), strings.HasPrefix(v.Name, "value_head."):
+			clear(x)
+		default:
+			std := 0.02
+			if strings.HasSuffix(v.Name, "o_proj.weight") || strings.HasSuffix(v.Name, "down_proj.weight") {
+				std = resid
+			}
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * std)
+			}
+		}
+	}
+}

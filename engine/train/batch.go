@@ -1,0 +1,122 @@
+package train
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ragen-go/ragen/engine/algo"
+	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/engine/rollout"
+)
+
+// batch is the trainable part of one step's rollouts: the kept
+// trajectories with every per-token array the update needs, all aligned to
+// the token being predicted (see model.Output).
+type batch struct {
+	trajs   []*rollout.Trajectory
+	mask    [][]bool
+	oldLogp [][]float64 // rollout policy, computed by a forward pass after the rollout
+	entropy [][]float64 // rollout policy's token entropy (for the metric)
+	refLogp [][]float64 // frozen reference policy (KL only)
+	values  [][]float64 // critic before the update (GAE only)
+	adv     [][]float64
+	ret     [][]float64
+	rewards []float64 // trajectory rewards (user reward applied)
+}
+
+// pack concatenates the token sequences of trajs for one Forward.
+func pack(trajs []*rollout.Trajectory) (tokens, lens []int) {
+	for _, t := range trajs {
+		tokens = append(tokens, t.Tokens...)
+		lens = append(lens, len(t.Tokens))
+	}
+	return tokens, lens
+}
+
+// unpack splits a packed per-token array into per-trajectory float64 rows.
+func unpack(x []float32, lens []int) [][]float64 {
+	rows := make([][]float64, len(lens))
+	o := 0
+	for i, L := range lens {
+		r := make([]float64, L)
+		for j := range r {
+			r[j] = float64(x[o+j])
+		}
+		rows[i], o = r, o+L
+	}
+	return rows
+}
+
+// packGrad flattens per-trajectory gradient rows into a packed float32
+// array, the form Model.Backward takes. nil rows give nil.
+func packGrad(rows [][]float64, total int) []float32 {
+	if rows == nil {
+		return nil
+	}
+	out := make([]float32, 0, total)
+	for _, r := range rows {
+		for _, v := range r {
+			out = append(out, float32(v))
+		}
+	}
+	return out
+}
+
+// maxForwardTokens bounds one Forward's packed length, so evaluating a large
+// batch does not hold every activation at once.
+const maxForwardTokens = 16384
+
+// evaluate runs m over trajs in chunks of at most maxForwardTokens and
+// returns the per-trajectory log-probs, entropies and values it was asked for.
+func evaluate(m *model.Model, trajs []*rollout.Trajectory, want model.Want) (logp, ent, val [][]float64, err error) {
+	for lo := 0; lo < len(trajs); {
+		hi, n := lo, 0
+		for hi < len(trajs) && (hi == lo || n+len(trajs[hi].Tokens) <= maxForwardTokens) {
+			n += len(trajs[hi].Tokens)
+			hi++
+		}
+		tokens, lens := pack(trajs[lo:hi])
+		out, err := m.Forward(tokens, lens, want)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if want.LM {
+			logp = append(logp, unpack(out.LogProb, lens)...)
+			ent = append(ent, unpack(out.Entropy, lens)...)
+		}
+		if want.Value {
+			val = append(val, unpack(out.Value, lens)...)
+		}
+		lo = hi
+	}
+	return logp, ent, val, nil
+}
+
+// placeRewards puts a trajectory's reward on its agent tokens: the whole
+// reward on the last turn's last token (placement last), or each turn's
+// reward on that turn's last token (placement turn). A user reward replaces
+// the sum of turn rewards; under turn placement its difference from that
+// sum goes to the last turn.
+func placeRewards(placement string, t *rollout.Trajectory, reward float64) ([]float64, error) {
+	turnRewards := t.TurnRewards()
+	var sum float64
+	for _, r := range turnRewards {
+		sum += r
+	}
+	if n := len(turnRewards); n > 0 {
+		turnRewards[n-1] += reward - sum
+	}
+	return algo.PlaceRewards(placement, t.TurnEnd, turnRewards)
+}
+
+// checkFinite returns an error naming the first NaN or Inf of rows.
+func checkFinite(step int, what string, rows [][]float64) error {
+	for i, r := range rows {
+		for j, v := range r {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("step %d: %s of trajectory %d, token %d is %v", step, what, i, j, v)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,284 @@
+package train
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ragen-go/ragen/engine/algo"
+	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/engine/rollout"
+	"github.com/ragen-go/ragen/envs"
+)
+
+// Config is one StarPO experiment: environment, model, algorithm, rollout
+// shape, optimisation and run keeping. Every field has its default in
+// Default(); Validate names the field of any bad value.
+type Config struct {
+	// Env names a registered environment ("bandit", "sokoban", ...).
+	Env string `json:"env"`
+	// EnvOptions are the environment's options ({"dim": 6, "boxes": 1}).
+	EnvOptions map[string]any `json:"env_options,omitempty"`
+	// NewEnv, when set, builds the environment instead of Env/EnvOptions
+	// (a custom environment defined in a notebook cell). Its name for the
+	// run is EnvLabel.
+	NewEnv   func() (envs.Env, error) `json:"-"`
+	EnvLabel string                   `json:"env_label,omitempty"`
+
+	// Model is the policy's size preset: tiny | small | base (small).
+	Model string `json:"model"`
+	// ContextLength is the policy's max_position_embeddings, the longest
+	// conversation in tokens (1024).
+	ContextLength int `json:"context_length"`
+	// VocabSize of the byte-level BPE vocabulary trained on the
+	// environment's text for the tiny presets (512).
+	VocabSize int `json:"vocab_size"`
+
+	// Algo holds advantages, losses, KL and the group filter (StarPO-S).
+	Algo algo.Config `json:"algo"`
+
+	// Steps is the number of training steps (rollout + update) (40).
+	Steps int `json:"steps"`
+	// Seed fixes everything: environment seeds, sampling streams, model
+	// init. Same seed, same metrics, bit for bit (1).
+	Seed int64 `json:"seed"`
+
+	// EnvGroups × GroupSize trajectories per step; a group shares one
+	// initial state (8 × 8; RAGEN 8 × 16).
+	EnvGroups int `json:"env_groups"`
+	GroupSize int `json:"group_size"`
+	// MaxTurns per episode; 0 = the environment's default (0).
+	MaxTurns int `json:"max_turns"`
+	// MaxTokensPerTurn ends a response not closed by </answer> (128).
+	MaxTokensPerTurn int `json:"max_tokens_per_turn"`
+	// Temperature, TopK, TopP of training rollouts (1, 0 = off, 1 = off).
+	Temperature float32 `json:"temperature"`
+	TopK        int     `json:"top_k"`
+	TopP        float32 `json:"top_p"`
+	// FormatPenalty is added to a turn's reward when its answer does not
+	// parse or names an unknown action (−0.1).
+	FormatPenalty float64 `json:"format_penalty"`
+	// Think asks for <think>…</think> before the answer (true).
+	Think bool `json:"think"`
+
+	// ValEpisodes on held-out seeds every ValEvery steps, and before the
+	// first and after the last step; 0 turns validation off (64, 10).
+	ValEpisodes int `json:"val_episodes"`
+	ValEvery    int `json:"val_every"`
+	// ValTemperature samples validation responses (0.5 as RAGEN; 0 = greedy).
+	ValTemperature float32 `json:"val_temperature"`
+
+	// ActorLR and CriticLR are AdamW learning rates (1e-4, 1e-3: a tiny
+	// model needs larger steps than RAGEN's 1e-6 / 1e-5 for a 0.5B model).
+	ActorLR  float64 `json:"actor_lr"`
+	CriticLR float64 `json:"critic_lr"`
+	// WeightDecay of AdamW, not applied to norms and biases (0.01).
+	WeightDecay float64 `json:"weight_decay"`
+	// GradClip is the global gradient-norm bound (1.0).
+	GradClip float64 `json:"grad_clip"`
+	// PPOEpochs passes over each step's rollouts, each split into
+	// MiniBatches optimizer steps (1, 1: one update per step, as RAGEN).
+	PPOEpochs   int `json:"ppo_epochs"`
+	MiniBatches int `json:"mini_batches"`
+	// ReuseRollouts > 1 trains on each batch of rollouts for that many
+	// steps before collecting fresh ones (1 = online: fresh every step).
+	ReuseRollouts int `json:"reuse_rollouts"`
+
+	// WarmStart fine-tunes the policy on expert demonstrations first.
+	WarmStart WarmStart `json:"warm_start"`
+
+	// Monitor watches for collapse (the Echo Trap).
+	Monitor MonitorConfig `json:"monitor"`
+
+	// RunDir receives config.json, metrics.jsonl, events.jsonl and
+	// checkpoints; empty keeps the run in memory only.
+	RunDir string `json:"-"`
+	// CheckpointEvery saves a checkpoint every N steps (0 = only at the end,
+	// when RunDir is set).
+	CheckpointEvery int `json:"checkpoint_every"`
+
+	// Reward, when set, replaces the trajectory reward (the sum of turn
+	// rewards and penalties) by a user function of the trajectory. The DSL
+	// plugs reward expressions in here.
+	Reward func(t *rollout.Trajectory) (float64, error) `json:"-"`
+	// GroupScore, when set, replaces the filter metric: it scores a group
+	// from its members' rewards, and the top Algo.FilterRatio are kept.
+	GroupScore algo.ScoreFunc `json:"-"`
+}
+
+// WarmStart is the supervised fine-tuning on demonstrations that stands in
+// for the instruct model RAGEN starts from.
+type WarmStart struct {
+	// Steps of SFT; 0 skips the warm start (300).
+	Steps int `json:"steps"`
+	// Episodes of expert play to learn from (512).
+	Episodes int `json:"episodes"`
+	// Imperfect is the fraction of turns answered by an imperfect
+	// demonstration, leaving room for RL to improve (0.3).
+	Imperfect float64 `json:"imperfect"`
+	// LR of AdamW during SFT, with cosine decay (1e-3).
+	LR float64 `json:"lr"`
+	// BatchSize in episodes per SFT step (16).
+	BatchSize int `json:"batch_size"`
+	// CacheDir keeps warm starts by a hash of their config, so re-running
+	// a notebook does not redo them; empty = the user cache directory.
+	CacheDir string `json:"-"`
+}
+
+// Default returns StarPO-S on Bandit with the small model.
+func Default() Config {
+	return Config{
+		Env:              "bandit",
+		Model:            "small",
+		ContextLength:    1024,
+		VocabSize:        512,
+		Algo:             algo.StarPOS(),
+		Steps:            40,
+		Seed:             1,
+		EnvGroups:        8,
+		GroupSize:        8,
+		MaxTokensPerTurn: 128,
+		Temperature:      1,
+		TopP:             1,
+		FormatPenalty:    envs.DefaultFormatPenalty,
+		Think:            true,
+		ValEpisodes:      64,
+		ValEvery:         10,
+		ValTemperature:   0.5,
+		ActorLR:          1e-4,
+		CriticLR:         1e-3,
+		WeightDecay:      0.01,
+		GradClip:         1.0,
+		PPOEpochs:        1,
+		MiniBatches:      1,
+		ReuseRollouts:    1,
+		WarmStart:        WarmStart{Steps: 300, Episodes: 512, Imperfect: 0.3, LR: 1e-3, BatchSize: 16},
+		Monitor:          DefaultMonitor(),
+	}
+}
+
+// ModelConfig returns the policy's architecture for a vocabulary size.
+func (c *Config) ModelConfig(vocab int) (model.Config, error) {
+	var m model.Config
+	switch c.Model {
+	case "tiny":
+		m = model.Tiny()
+	case "small":
+		m = model.Small()
+	case "base":
+		m = model.Base()
+	default:
+		return m, fmt.Errorf("model: must be one of tiny, small, base (got %q)", c.Model)
+	}
+	m.VocabSize = vocab
+	m.MaxPositions = c.ContextLength
+	return m, nil
+}
+
+// Validate checks every field and names the first bad one.
+func (c *Config) Validate() error {
+	if c.NewEnv == nil {
+		if _, ok := envs.Lookup(c.Env); !ok {
+			return fmt.Errorf("env: unknown environment %q (known: %v)", c.Env, envs.Names())
+		}
+	}
+	if _, err := c.ModelConfig(c.VocabSize); err != nil {
+		return err
+	}
+	if err := c.Algo.Validate(); err != nil {
+		return fmt.Errorf("algo.%w", err)
+	}
+	positive := []struct {
+		name string
+		v    int
+	}{
+		{"context_length", c.ContextLength}, {"vocab_size", c.VocabSize}, {"steps", c.Steps},
+		{"env_groups", c.EnvGroups}, {"group_size", c.GroupSize}, {"max_tokens_per_turn", c.MaxTokensPerTurn},
+		{"ppo_epochs", c.PPOEpochs}, {"mini_batches", c.MiniBatches}, {"reuse_rollouts", c.ReuseRollouts},
+	}
+	for _, f := range positive {
+		if f.v <= 0 {
+			return fmt.Errorf("%s: must be > 0 (got %d)", f.name, f.v)
+		}
+	}
+	nonneg := []struct {
+		name string
+		v    int
+	}{
+		{"max_turns", c.MaxTurns}, {"val_episodes", c.ValEpisodes}, {"val_every", c.ValEvery},
+		{"checkpoint_every", c.CheckpointEvery}, {"warm_start.steps", c.WarmStart.Steps},
+		{"top_k", c.TopK},
+	}
+	for _, f := range nonneg {
+		if f.v < 0 {
+			return fmt.Errorf("%s: must be ≥ 0 (got %d)", f.name, f.v)
+		}
+	}
+	if c.VocabSize < 300 {
+		return fmt.Errorf("vocab_size: must be ≥ 300 to hold the 256 bytes, the special tokens and some merges (got %d)", c.VocabSize)
+	}
+	if c.Algo.FilterRatio < 1 && c.EnvGroups < 2 {
+		return fmt.Errorf("env_groups: filtering (algo.filter_ratio %g) needs at least 2 groups (got %d)", c.Algo.FilterRatio, c.EnvGroups)
+	}
+	if groupEstimator(c.Algo.AdvEstimator) && c.GroupSize < 2 {
+		return fmt.Errorf("group_size: the %s estimator normalises within groups and needs group_size ≥ 2 (got %d)", c.Algo.AdvEstimator, c.GroupSize)
+	}
+	finitePos := []struct {
+		name string
+		v    float64
+	}{{"actor_lr", c.ActorLR}, {"critic_lr", c.CriticLR}, {"grad_clip", c.GradClip}}
+	for _, f := range finitePos {
+		if !(f.v > 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("%s: must be a finite number > 0 (got %v)", f.name, f.v)
+		}
+	}
+	if !(c.Temperature > 0) {
+		return fmt.Errorf("temperature: must be > 0 for training rollouts (got %v)", c.Temperature)
+	}
+	if !(c.ValTemperature >= 0) {
+		return fmt.Errorf("val_temperature: must be ≥ 0 (got %v)", c.ValTemperature)
+	}
+	if !(c.TopP >= 0 && c.TopP <= 1) {
+		return fmt.Errorf("top_p: must be in [0, 1] (got %v)", c.TopP)
+	}
+	if !(c.WeightDecay >= 0) {
+		return fmt.Errorf("weight_decay: must be ≥ 0 (got %v)", c.WeightDecay)
+	}
+	if !(c.FormatPenalty <= 0) {
+		return fmt.Errorf("format_penalty: must be ≤ 0 (got %v)", c.FormatPenalty)
+	}
+	w := c.WarmStart
+	if w.Steps > 0 {
+		switch {
+		case w.Episodes <= 0:
+			return fmt.Errorf("warm_start.episodes: must be > 0 (got %d)", w.Episodes)
+		case w.BatchSize <= 0:
+			return fmt.Errorf("warm_start.batch_size: must be > 0 (got %d)", w.BatchSize)
+		case !(w.LR > 0):
+			return fmt.Errorf("warm_start.lr: must be > 0 (got %v)", w.LR)
+		case !(w.Imperfect >= 0 && w.Imperfect <= 1):
+			return fmt.Errorf("warm_start.imperfect: must be in [0, 1] (got %v)", w.Imperfect)
+		}
+	}
+	return c.Monitor.Validate()
+}
+
+func groupEstimator(est string) bool {
+	switch est {
+	case algo.EstGRPO, algo.EstDrGRPO, algo.EstRLOO, algo.EstReinforcePPBaseline:
+		return true
+	}
+	return false
+}
+
+// usesCritic reports whether the estimator needs a value model.
+func usesCritic(est string) bool { return est == algo.EstGAE || est == algo.EstBiLevelGAE }
+
+// rolloutConfig is the sampling setup of training rollouts.
+func (c *Config) rolloutConfig(temperature float32) rollout.Config {
+	return rollout.Config{
+		MaxTurns:         c.MaxTurns,
+		MaxTokensPerTurn: c.MaxTokensPerTurn,
+		Sample:           sampleOptions(temperature, c.TopK, c.TopP),
+		Turn:             envs.TurnConfig{Think: c.Think, FormatPenalty: c.FormatPenalty},
+	}
+}

@@ -1,0 +1,19 @@
+// Package train runs StarPO and StarPO-S: multi-turn rollouts of a token
+// level policy in text environments, rewards (with a user hook), the
+// StarPO-S group filter, advantages (GAE with a critic, GRPO and friends),
+// PPO updates of actor and critic, validation on held-out seeds, the
+// collapse monitor, run directories, checkpoints and resume.
+//
+// One step, top to bottom (Trainer.Step):
+//
+//  1. rollout   env_groups × group_size episodes; a group shares a reset seed
+//  2. rewards   per trajectory: the sum of turn rewards (format penalty
+//     included) or the user's reward function
+//  3. filter    keep the top filter_ratio of groups by in-group reward std
+//  4. prepare   old and reference log-probs, critic values, advantages
+//  5. update    critic, then actor: PPO epochs over minibatches, AdamW
+//  6. validate  every val_every steps on fixed held-out seeds
+//
+// The policy starts from a warm start: supervised fine-tuning on expert
+// demonstrations (see warmStart), cached by a hash of its configuration.
+package train

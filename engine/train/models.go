@@ -1,0 +1,54 @@
+package train
+
+import (
+	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/engine/optim"
+)
+
+// newOptimizer is AdamW over m's flat parameters, weight decay on the
+// matrices only (the layout marks which views decay).
+func newOptimizer(m *model.Model, lr, weightDecay float64) (*optim.AdamW, error) {
+	cfg := optim.DefaultConfig()
+	cfg.LR, cfg.WeightDecay = lr, weightDecay
+	groups := make([]optim.Group, len(m.Layout.Views))
+	for i, v := range m.Layout.Views {
+		groups[i] = optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay}
+	}
+	return optim.New(cfg, m.Layout.Size, groups)
+}
+
+// criticFrom builds the critic: the policy's architecture with a value
+// head instead of the LM head, starting from the policy's weights (RAGEN
+// starts its critic from the same checkpoint as the actor). The value head
+// starts at zero.
+func criticFrom(policy *model.Model, seed int64) (*model.Model, error) {
+	c := policy.Config
+	c.LMHead, c.ValueHead = false, true
+	critic, err := model.New(c, uint64(seed)^0xc1)
+	if err != nil {
+		return nil, err
+	}
+	copyShared(critic, policy)
+	return critic, nil
+}
+
+// clone returns an independent copy of m (the frozen reference policy).
+func clone(m *model.Model) (*model.Model, error) {
+	c, err := model.New(m.Config, 0)
+	if err != nil {
+		return nil, err
+	}
+	copy(c.Params.Data, m.Params.Data)
+	return c, nil
+}
+
+// copyShared copies every parameter view dst and src share by name and shape.
+func copyShared(dst, src *model.Model) {
+	for _, v := range dst.Layout.Views {
+		w, ok := src.Layout.Lookup(v.Name)
+		if !ok || w.Size != v.Size {
+			continue
+		}
+		copy(dst.Params.Data[v.Offset:v.Offset+v.Size], src.Params.Data[w.Offset:w.Offset+w.Size])
+	}
+}

@@ -1,0 +1,269 @@
+package train
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ragen-go/ragen/engine/checkpoint"
+	"github.com/ragen-go/ragen/engine/metrics"
+	"github.com/ragen-go/ragen/engine/model"
+)
+
+// ErrCollapse is wrapped by the error Run returns when the collapse
+// monitor stops a run (Monitor.Action stop).
+var ErrCollapse = errors.New("collapse detected")
+
+// A run directory holds
+//
+//	config.json         the full configuration
+//	metrics.jsonl       one metrics.Step per line, appended as steps finish
+//	events.jsonl        one metrics.Event per line
+//	checkpoints/step-N  policy/, critic/ (and ref/) checkpoint directories
+//	                    and trainer.json (the step and history to resume)
+//
+// Every file is written whole or appended a line at a time; checkpoints are
+// built in a temporary directory and renamed into place.
+
+func (t *Trainer) openRunDir() error {
+	if t.cfg.RunDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(t.cfg.RunDir, 0o755); err != nil {
+		return fmt.Errorf("run directory: %w", err)
+	}
+	b, err := json.MarshalIndent(t.cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("run directory: config: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(t.cfg.RunDir, "config.json"), append(b, '\n'))
+}
+
+func (t *Trainer) appendJSONL(name string, v any) {
+	if t.cfg.RunDir == "" {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err == nil {
+		var f *os.File
+		f, err = os.OpenFile(filepath.Join(t.cfg.RunDir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err == nil {
+			_, err = f.Write(append(b, '\n'))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ragen: cannot write %s: %v\n", name, err)
+	}
+}
+
+func (t *Trainer) writeEvent(e metrics.Event) { t.appendJSONL("events.jsonl", e) }
+
+// afterStep logs the step, runs the collapse monitor and keeps the best
+// weights (for rewind) and the periodic checkpoint. A non-nil error ends Run.
+func (t *Trainer) afterStep(s metrics.Step) error {
+	t.appendJSONL("metrics.jsonl", s)
+	t.best.consider(t, s)
+	for _, e := range t.monitor.Observe(s) {
+		t.emit(e)
+		switch t.cfg.Monitor.Action {
+		case MonitorStop:
+			return fmt.Errorf("step %d: %w: %s", s.Step, ErrCollapse, e.Message)
+		case MonitorRewind:
+			if t.best.step > 0 {
+				t.best.restore(t)
+				t.emit(metrics.Event{Step: s.Step, Kind: "rewind",
+					Message: fmt.Sprintf("restored the weights of step %d (the best so far)", t.best.step)})
+			}
+		}
+	}
+	if t.cfg.CheckpointEvery > 0 && s.Step%t.cfg.CheckpointEvery == 0 {
+		return t.Checkpoint()
+	}
+	return nil
+}
+
+func (t *Trainer) finishRun() error {
+	if t.cfg.RunDir != "" && (t.cfg.CheckpointEvery == 0 || t.step%t.cfg.CheckpointEvery != 0) {
+		return t.Checkpoint()
+	}
+	return nil
+}
+
+// trainerState is what a checkpoint adds to the models to resume a run.
+type trainerState struct {
+	Step    int             `json:"step"`
+	History metrics.History `json:"history"`
+}
+
+// Checkpoint saves the policy, critic and reference with their optimizer
+// state and the history into RunDir/checkpoints/step-N, atomically.
+func (t *Trainer) Checkpoint() error {
+	if t.cfg.RunDir == "" {
+		return errors.New("checkpoint: the run has no run directory")
+	}
+	t.obs.Phase(t.step, "checkpoint")
+	dir := filepath.Join(t.cfg.RunDir, "checkpoints", fmt.Sprintf("step-%06d", t.step))
+	tmp := dir + ".tmp"
+	os.RemoveAll(tmp)
+	tj, err := t.Tok.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	save := func(name string, m *model.Model, opt interface {
+		StateTensors() ([]checkpoint.Tensor, map[string]string)
+	}) error {
+		if m == nil {
+			return nil
+		}
+		var extra checkpoint.Checkpoint
+		if opt != nil {
+			extra.Optimizer, extra.OptimizerMeta = opt.StateTensors()
+		}
+		return m.Save(filepath.Join(tmp, name), tj, extra)
+	}
+	if err := save("policy", t.Policy, t.actorOpt); err != nil {
+		return err
+	}
+	if t.Critic != nil {
+		if err := save("critic", t.Critic, t.criticOpt); err != nil {
+			return err
+		}
+	}
+	if t.Ref != nil {
+		if err := save("ref", t.Ref, nil); err != nil {
+			return err
+		}
+	}
+	st, err := json.Marshal(trainerState{Step: t.step, History: t.History})
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(tmp, "trainer.json"), st); err != nil {
+		return err
+	}
+	os.RemoveAll(dir)
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// Resume loads the checkpoint directory written by Checkpoint into a
+// trainer built with the same configuration, so that the next steps give
+// the same metrics as an uninterrupted run.
+func (t *Trainer) Resume(dir string) error {
+	raw, err := os.ReadFile(filepath.Join(dir, "trainer.json"))
+	if err != nil {
+		return fmt.Errorf("cannot resume from %s: %w", dir, err)
+	}
+	var st trainerState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return fmt.Errorf("cannot resume from %s: trainer.json: %w", dir, err)
+	}
+	load := func(name string, m *model.Model, opt interface {
+		LoadState(*checkpoint.File) error
+	}) error {
+		if m == nil {
+			return nil
+		}
+		saved, d, err := model.Load(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("cannot resume: %w", err)
+		}
+		defer d.Close()
+		if saved.Config != m.Config {
+			return fmt.Errorf("cannot resume from %s: the %s's architecture differs from this run's configuration", dir, name)
+		}
+		copy(m.Params.Data, saved.Params.Data)
+		if opt != nil {
+			if d.Optimizer == nil {
+				return fmt.Errorf("cannot resume from %s: %s has no optimizer state", dir, name)
+			}
+			return opt.LoadState(d.Optimizer)
+		}
+		return nil
+	}
+	if err := load("policy", t.Policy, t.actorOpt); err != nil {
+		return err
+	}
+	if t.Critic != nil {
+		if err := load("critic", t.Critic, t.criticOpt); err != nil {
+			return err
+		}
+	}
+	if t.Ref != nil {
+		if err := load("ref", t.Ref, nil); err != nil {
+			return err
+		}
+	}
+	t.step, t.History, t.reused = st.Step, st.History, nil
+	t.monitor = NewMonitor(t.cfg.Monitor)
+	for _, s := range t.History.Steps[1:] {
+		t.monitor.Observe(s)
+	}
+	return nil
+}
+
+// bestCheckpoint keeps in memory the weights of the best step so far (by
+// validation success, else training reward), for the monitor's rewind.
+type bestCheckpoint struct {
+	step          int
+	score         float64
+	policy, value []float32
+}
+
+func (b *bestCheckpoint) consider(t *Trainer, s metrics.Step) {
+	if t.cfg.Monitor.Action != MonitorRewind {
+		return
+	}
+	score, ok := s.Values[metrics.ValSuccessRate]
+	if !ok {
+		score, ok = s.Values[metrics.RewardMean]
+	}
+	if !ok || (b.step > 0 && score <= b.score) {
+		return
+	}
+	b.step, b.score = s.Step, score
+	b.policy = append(b.policy[:0], t.Policy.Params.Data...)
+	if t.Critic != nil {
+		b.value = append(b.value[:0], t.Critic.Params.Data...)
+	}
+}
+
+func (b *bestCheckpoint) restore(t *Trainer) {
+	copy(t.Policy.Params.Data, b.policy)
+	if t.Critic != nil {
+		copy(t.Critic.Params.Data, b.value)
+	}
+	t.reused = nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	return nil
+}

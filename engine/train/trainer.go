@@ -1,0 +1,535 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ragen-go/ragen/engine/algo"
+	"github.com/ragen-go/ragen/engine/metrics"
+	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/engine/optim"
+	"github.com/ragen-go/ragen/engine/rollout"
+	"github.com/ragen-go/ragen/engine/sample"
+	"github.com/ragen-go/ragen/engine/tokenizer"
+	"github.com/ragen-go/ragen/envs"
+)
+
+// Observer receives what a run reports while it runs. The kernel and the
+// CLI render it; any method may be a no-op.
+type Observer interface {
+	// Phase is called when a phase starts: "warm_start", "rollout",
+	// "train", "validate", "checkpoint".
+	Phase(step int, phase string)
+	// Step is called with the metrics of each finished step.
+	Step(s metrics.Step)
+	// Event is called with each event (collapse warnings, skipped steps).
+	Event(e metrics.Event)
+}
+
+// Trainer runs StarPO(-S) for one experiment. Its phases — rollout, reward,
+// filter, advantages, update — are separate functions with plain data
+// between them, so each reads top to bottom.
+type Trainer struct {
+	cfg Config
+	obs Observer
+
+	Tok    *tokenizer.Tokenizer
+	Policy *model.Model
+	Critic *model.Model // nil unless the estimator uses one
+	Ref    *model.Model // frozen reference policy; nil unless KL is on
+
+	actorOpt, criticOpt *optim.AdamW
+
+	trainEnvs []envs.Env // one per trajectory, reset every step
+	valEnvs   []envs.Env
+	valSeeds  []int64
+
+	step    int // steps done
+	reused  *batch
+	History metrics.History
+	monitor *Monitor
+	best    bestCheckpoint
+}
+
+// New prepares a run: validates cfg, warm-starts (or loads the cached warm
+// start of) the policy, builds the critic and the reference, and the
+// environments. A nil observer reports nothing.
+func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	t := &Trainer{cfg: cfg, obs: obs, monitor: NewMonitor(cfg.Monitor)}
+	t.History.Name = cfg.label()
+	var err error
+	if t.trainEnvs, err = t.makeEnvs(cfg.EnvGroups * cfg.GroupSize); err != nil {
+		return nil, err
+	}
+	if t.valEnvs, err = t.makeEnvs(cfg.ValEpisodes); err != nil {
+		return nil, err
+	}
+	t.valSeeds = make([]int64, cfg.ValEpisodes)
+	for i := range t.valSeeds {
+		t.valSeeds[i] = envSeed(cfg.Seed, -1, i) // step −1: never a training seed stream
+	}
+
+	obs.Phase(0, "warm_start")
+	start := time.Now()
+	if t.Tok, t.Policy, err = warmStart(ctx, &cfg, t.newEnv); err != nil {
+		return nil, err
+	}
+	warm := time.Since(start).Seconds()
+
+	if t.actorOpt, err = newOptimizer(t.Policy, cfg.ActorLR, cfg.WeightDecay); err != nil {
+		return nil, err
+	}
+	if usesCritic(cfg.Algo.AdvEstimator) {
+		if t.Critic, err = criticFrom(t.Policy, cfg.Seed); err != nil {
+			return nil, err
+		}
+		if t.criticOpt, err = newOptimizer(t.Critic, cfg.CriticLR, cfg.WeightDecay); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Algo.KLPlacement != algo.KLNone && cfg.Algo.KLCoef > 0 {
+		if t.Ref, err = clone(t.Policy); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.openRunDir(); err != nil {
+		return nil, err
+	}
+	t.History.Steps = append(t.History.Steps, metrics.Step{Step: 0, Values: map[string]float64{metrics.TimeWarmStart: warm}})
+	return t, nil
+}
+
+// Config returns the run's configuration.
+func (t *Trainer) Config() Config { return t.cfg }
+
+// StepsDone is the number of training steps finished.
+func (t *Trainer) StepsDone() int { return t.step }
+
+// Run trains until cfg.Steps steps are done, ctx is cancelled, or an error
+// (NaN, collapse with Monitor.Action stop) ends it. Cancellation stops at
+// the next safe point between phases; the steps done so far stay in
+// History and the run directory, and the run can be resumed.
+func (t *Trainer) Run(ctx context.Context) error {
+	if t.step == 0 && t.cfg.ValEpisodes > 0 {
+		if err := t.validateAt(ctx, 0, t.History.Steps[0].Values); err != nil {
+			return err
+		}
+		t.obs.Step(t.History.Steps[0])
+	}
+	for t.step < t.cfg.Steps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s, err := t.Step(ctx)
+		if err != nil {
+			return err
+		}
+		if stop := t.afterStep(s); stop != nil {
+			return stop
+		}
+	}
+	return t.finishRun()
+}
+
+// Step runs one training step and returns its metrics.
+func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
+	cfg := &t.cfg
+	step := t.step + 1
+	m := map[string]float64{}
+	stepStart := time.Now()
+
+	// 1. Rollouts: fresh every step, or reused for ReuseRollouts steps.
+	var b *batch
+	if t.reused != nil && (step-1)%cfg.ReuseRollouts != 0 {
+		b = t.reused
+	} else {
+		t.obs.Phase(step, "rollout")
+		start := time.Now()
+		trajs, err := rollout.Play(ctx, t.Policy, t.Tok, t.trainTasks(step), cfg.rolloutConfig(cfg.Temperature))
+		if err != nil {
+			return metrics.Step{}, err
+		}
+		rolloutTime := time.Since(start).Seconds()
+		m[metrics.TimeRollout] = rolloutTime
+
+		// 2. Rewards (the user's function, if any) and rollout metrics
+		//    over every trajectory, before filtering.
+		rewards, err := t.rewards(trajs)
+		if err != nil {
+			return metrics.Step{}, fmt.Errorf("step %d: %w", step, err)
+		}
+		rolloutMetrics(m, trajs, rewards)
+		if n := m[metrics.ResponseTokens] * float64(len(trajs)); rolloutTime > 0 {
+			m[metrics.TokensPerSec] = n / rolloutTime
+		}
+
+		// 3. Filter groups by in-group reward spread (StarPO-S).
+		groups := make([]int, len(trajs))
+		for i, tr := range trajs {
+			groups[i] = tr.Group
+		}
+		fr, err := algo.FilterGroups(&cfg.Algo, rewards, groups, cfg.GroupScore)
+		if err != nil {
+			return metrics.Step{}, fmt.Errorf("step %d: filter: %w", step, err)
+		}
+		filterMetrics(m, fr.Stats)
+		var kept []*rollout.Trajectory
+		var keptRewards []float64
+		for i, tr := range trajs {
+			if fr.Keep[i] {
+				kept = append(kept, tr)
+				keptRewards = append(keptRewards, rewards[i])
+			}
+		}
+		if len(kept) == 0 {
+			t.reused = nil
+			t.emit(metrics.Event{Step: step, Kind: "empty_after_filter",
+				Message: "every group was filtered out; no update this step"})
+			m[metrics.TimeStep] = time.Since(stepStart).Seconds()
+			return t.record(step, m), nil
+		}
+
+		// 4. Old and reference log-probs, values, advantages.
+		if b, err = t.prepare(step, kept, keptRewards); err != nil {
+			return metrics.Step{}, err
+		}
+		t.reused = b
+	}
+
+	// 5. Update: critic and actor, PPO epochs over minibatches.
+	t.obs.Phase(step, "train")
+	start := time.Now()
+	if err := t.update(ctx, step, b, m); err != nil {
+		return metrics.Step{}, err
+	}
+	m[metrics.TimeTrain] = time.Since(start).Seconds()
+
+	// 6. Validation on held-out seeds.
+	if cfg.ValEpisodes > 0 && cfg.ValEvery > 0 && (step%cfg.ValEvery == 0 || step == cfg.Steps) {
+		if err := t.validateAt(ctx, step, m); err != nil {
+			return metrics.Step{}, err
+		}
+	}
+	m[metrics.TimeStep] = time.Since(stepStart).Seconds()
+	return t.record(step, m), nil
+}
+
+// record appends a step's metrics to the history and reports them.
+func (t *Trainer) record(step int, m map[string]float64) metrics.Step {
+	t.step = step
+	s := metrics.Step{Step: step, Values: m}
+	t.History.Steps = append(t.History.Steps, s)
+	t.obs.Step(s)
+	return s
+}
+
+func (t *Trainer) emit(e metrics.Event) {
+	t.History.Events = append(t.History.Events, e)
+	t.obs.Event(e)
+	t.writeEvent(e)
+}
+
+// rewards returns each trajectory's reward: the user's reward function if
+// set, else the sum of its turn rewards (format penalties included).
+func (t *Trainer) rewards(trajs []*rollout.Trajectory) ([]float64, error) {
+	r := make([]float64, len(trajs))
+	for i, tr := range trajs {
+		if t.cfg.Reward == nil {
+			r[i] = tr.Reward()
+			continue
+		}
+		v, err := t.cfg.Reward(tr)
+		if err != nil {
+			return nil, fmt.Errorf("reward of trajectory %d (group %d, seed %d): %w", i, tr.Group, tr.EnvSeed, err)
+		}
+		r[i] = v
+	}
+	return r, nil
+}
+
+// prepare computes everything the update needs from the kept rollouts:
+// log-probs under the rollout policy (the PPO ratio's denominator), under
+// the reference (KL), critic values, token rewards and advantages.
+func (t *Trainer) prepare(step int, kept []*rollout.Trajectory, rewards []float64) (*batch, error) {
+	cfg := &t.cfg
+	b := &batch{trajs: kept, rewards: rewards}
+	var err error
+	if b.oldLogp, b.entropy, _, err = evaluate(t.Policy, kept, model.Want{LM: true}); err != nil {
+		return nil, fmt.Errorf("step %d: old log-probs: %w", step, err)
+	}
+	if t.Ref != nil {
+		if b.refLogp, _, _, err = evaluate(t.Ref, kept, model.Want{LM: true}); err != nil {
+			return nil, fmt.Errorf("step %d: reference log-probs: %w", step, err)
+		}
+	}
+	if t.Critic != nil {
+		if _, _, b.values, err = evaluate(t.Critic, kept, model.Want{Value: true}); err != nil {
+			return nil, fmt.Errorf("step %d: values: %w", step, err)
+		}
+	}
+	at := make([]algo.Trajectory, len(kept))
+	b.mask = make([][]bool, len(kept))
+	for i, tr := range kept {
+		r, err := placeRewards(cfg.Algo.RewardPlacement, tr, rewards[i])
+		if err != nil {
+			return nil, fmt.Errorf("step %d: rewards of trajectory %d: %w", step, i, err)
+		}
+		b.mask[i] = tr.Agent
+		at[i] = algo.Trajectory{Group: tr.Group, Mask: tr.Agent, Reward: r, TurnEnd: tr.TurnEnd}
+		if b.values != nil {
+			at[i].Value = b.values[i]
+		}
+	}
+	if cfg.Algo.KLPlacement == algo.KLReward && t.Ref != nil {
+		klr, _, err := algo.KLRewards(at, b.oldLogp, b.refLogp, cfg.Algo.KLEstimator, cfg.Algo.KLCoef)
+		if err != nil {
+			return nil, fmt.Errorf("step %d: KL in reward: %w", step, err)
+		}
+		for i := range at {
+			at[i].Reward = klr[i]
+		}
+	}
+	if b.adv, b.ret, err = algo.Advantages(&cfg.Algo, at); err != nil {
+		return nil, fmt.Errorf("step %d: advantages: %w", step, err)
+	}
+	if err := checkFinite(step, "advantage", b.adv); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// update runs PPO epochs over minibatches of b: the critic first, then the
+// actor (as veRL), each with its own optimizer and gradient clipping.
+func (t *Trainer) update(ctx context.Context, step int, b *batch, m map[string]float64) error {
+	cfg := &t.cfg
+	n := len(b.trajs)
+	mbs := min(cfg.MiniBatches, n)
+	var acc accumulator
+	for epoch := 0; epoch < cfg.PPOEpochs; epoch++ {
+		for k := 0; k < mbs; k++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			lo, hi := k*n/mbs, (k+1)*n/mbs
+			if t.Critic != nil {
+				if err := t.updateCritic(step, b, lo, hi, &acc); err != nil {
+					return err
+				}
+			}
+			if err := t.updateActor(step, b, lo, hi, &acc); err != nil {
+				return err
+			}
+		}
+	}
+	acc.into(m)
+	m[metrics.Entropy] = maskedMean(b.entropy, b.mask)
+	if t.Critic != nil {
+		m[metrics.ExplainedVar] = algo.ExplainedVariance(b.values, b.ret, b.mask)
+	}
+	return nil
+}
+
+func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) error {
+	cfg := &t.cfg
+	trajs := b.trajs[lo:hi]
+	tokens, lens := pack(trajs)
+	out, err := t.Policy.Forward(tokens, lens, model.Want{LM: true})
+	if err != nil {
+		return fmt.Errorf("step %d: actor forward: %w", step, err)
+	}
+	in := algo.ActorInputs{
+		Mask:    b.mask[lo:hi],
+		Logp:    unpack(out.LogProb, lens),
+		OldLogp: b.oldLogp[lo:hi],
+		Adv:     b.adv[lo:hi],
+	}
+	if cfg.Algo.EntropyCoef > 0 {
+		in.Entropy = unpack(out.Entropy, lens)
+	}
+	if b.refLogp != nil {
+		in.RefLogp = b.refLogp[lo:hi]
+	}
+	loss, err := algo.ComputeActorLoss(&cfg.Algo, in)
+	if err != nil {
+		return fmt.Errorf("step %d: actor loss: %w", step, err)
+	}
+	if err := finite(step, "actor loss", loss.Loss); err != nil {
+		return err
+	}
+	t.Policy.ZeroGrad()
+	if err := t.Policy.Backward(model.Grad{LogProb: packGrad(loss.DLogp, len(tokens)), Entropy: packGrad(loss.DEntropy, len(tokens))}); err != nil {
+		return fmt.Errorf("step %d: actor backward: %w", step, err)
+	}
+	norm := optim.ClipGradNorm(t.Policy.Grads.Data, cfg.GradClip)
+	if err := finite(step, "actor gradient norm", norm); err != nil {
+		return err
+	}
+	lr, err := t.actorOpt.Step(t.Policy.Params.Data, t.Policy.Grads.Data)
+	if err != nil {
+		return err
+	}
+	acc.add(metrics.PolicyLoss, loss.PGLoss)
+	acc.add(metrics.GradNorm, norm)
+	acc.add(metrics.ClipFrac, loss.PGClipFrac)
+	acc.add(metrics.ClipFracHigh, loss.ClipFracHigh)
+	acc.add(metrics.ClipFracLow, loss.ClipFracLow)
+	acc.add(metrics.ClipFracLower, loss.PGClipFracLower)
+	acc.add(metrics.ApproxKL, loss.PPOKL)
+	if b.refLogp != nil {
+		acc.add(metrics.RefKL, loss.KLRef)
+	}
+	acc.add(metrics.LearningRate, lr)
+	return nil
+}
+
+func (t *Trainer) updateCritic(step int, b *batch, lo, hi int, acc *accumulator) error {
+	trajs := b.trajs[lo:hi]
+	tokens, lens := pack(trajs)
+	out, err := t.Critic.Forward(tokens, lens, model.Want{Value: true})
+	if err != nil {
+		return fmt.Errorf("step %d: critic forward: %w", step, err)
+	}
+	loss, err := algo.ComputeValueLoss(&t.cfg.Algo, unpack(out.Value, lens), b.values[lo:hi], b.ret[lo:hi], b.mask[lo:hi])
+	if err != nil {
+		return fmt.Errorf("step %d: value loss: %w", step, err)
+	}
+	if err := finite(step, "value loss", loss.Loss); err != nil {
+		return err
+	}
+	t.Critic.ZeroGrad()
+	if err := t.Critic.Backward(model.Grad{Value: packGrad(loss.DValue, len(tokens))}); err != nil {
+		return fmt.Errorf("step %d: critic backward: %w", step, err)
+	}
+	norm := optim.ClipGradNorm(t.Critic.Grads.Data, t.cfg.GradClip)
+	if err := finite(step, "critic gradient norm", norm); err != nil {
+		return err
+	}
+	if _, err := t.criticOpt.Step(t.Critic.Params.Data, t.Critic.Grads.Data); err != nil {
+		return err
+	}
+	acc.add(metrics.ValueLoss, loss.Loss)
+	acc.add(metrics.ValueClipFrac, loss.ClipFrac)
+	acc.add(metrics.CriticGradNorm, norm)
+	return nil
+}
+
+// validateAt plays the held-out seeds (one episode each, at the validation
+// temperature) and records success and reward.
+func (t *Trainer) validateAt(ctx context.Context, step int, m map[string]float64) error {
+	t.obs.Phase(step, "validate")
+	tasks := make([]rollout.Task, len(t.valEnvs))
+	for i, e := range t.valEnvs {
+		tasks[i] = rollout.Task{Env: e, EnvSeed: t.valSeeds[i], AgentSeed: agentSeed(t.cfg.Seed, -1, i), Group: i}
+	}
+	trajs, err := rollout.Play(ctx, t.Policy, t.Tok, tasks, t.cfg.rolloutConfig(t.cfg.ValTemperature))
+	if err != nil {
+		return fmt.Errorf("step %d: validation: %w", step, err)
+	}
+	rewards, err := t.rewards(trajs)
+	if err != nil {
+		return fmt.Errorf("step %d: validation: %w", step, err)
+	}
+	var succ, rew float64
+	for i, tr := range trajs {
+		if tr.Success {
+			succ++
+		}
+		rew += rewards[i]
+	}
+	n := float64(len(trajs))
+	m[metrics.ValSuccessRate] = succ / n
+	m[metrics.ValRewardMean] = rew / n
+	return nil
+}
+
+// trainTasks lays out step's trajectories: EnvGroups groups of GroupSize
+// members sharing a reset seed; every member has its own sampling stream.
+func (t *Trainer) trainTasks(step int) []rollout.Task {
+	cfg := &t.cfg
+	tasks := make([]rollout.Task, 0, len(t.trainEnvs))
+	for g := 0; g < cfg.EnvGroups; g++ {
+		seed := envSeed(cfg.Seed, step, g)
+		for j := 0; j < cfg.GroupSize; j++ {
+			i := g*cfg.GroupSize + j
+			tasks = append(tasks, rollout.Task{Env: t.trainEnvs[i], EnvSeed: seed, AgentSeed: agentSeed(cfg.Seed, step, i), Group: g})
+		}
+	}
+	return tasks
+}
+
+func (t *Trainer) newEnv() (envs.Env, error) {
+	if t.cfg.NewEnv != nil {
+		e, err := t.cfg.NewEnv()
+		if err != nil {
+			return nil, fmt.Errorf("env: %w", err)
+		}
+		if e == nil {
+			return nil, errors.New("env: NewEnv returned a nil environment")
+		}
+		return e, nil
+	}
+	return envs.New(t.cfg.Env, t.cfg.EnvOptions)
+}
+
+func (t *Trainer) makeEnvs(n int) ([]envs.Env, error) {
+	out := make([]envs.Env, n)
+	for i := range out {
+		e, err := t.newEnv()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+func (c *Config) label() string {
+	if c.EnvLabel != "" {
+		return c.EnvLabel
+	}
+	return c.Env
+}
+
+// envSeed and agentSeed derive independent streams from the experiment
+// seed with splitmix64, so a step's seeds depend only on (seed, step, index)
+// and resuming at any step reproduces them.
+func envSeed(seed int64, step, group int) int64 {
+	return int64(mix(uint64(seed), 0x9e3779b97f4a7c15, uint64(int64(step)), uint64(group)) >> 1)
+}
+
+func agentSeed(seed int64, step, i int) uint64 {
+	return mix(uint64(seed), 0xd1b54a32d192ed03, uint64(int64(step)), uint64(i))
+}
+
+func mix(xs ...uint64) uint64 {
+	var h uint64
+	for _, x := range xs {
+		h = splitmix(h ^ x)
+	}
+	return h
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+func sampleOptions(temp float32, topK int, topP float32) sample.Options {
+	return sample.Options{Temperature: temp, TopK: topK, TopP: topP}
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Phase(int, string)     {}
+func (nopObserver) Step(metrics.Step)     {}
+func (nopObserver) Event(metrics.Event)   {}

@@ -1,0 +1,212 @@
+package train
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand"
+	"os"
+	"path/filepath"
+
+	"github.com/ragen-go/ragen/engine/checkpoint"
+	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/engine/optim"
+	"github.com/ragen-go/ragen/engine/rollout"
+	"github.com/ragen-go/ragen/engine/tokenizer"
+	"github.com/ragen-go/ragen/envs"
+)
+
+// warmStartVersion changes whenever the warm start's procedure changes, so
+// caches made by an older procedure are not reused.
+const warmStartVersion = 1
+
+// warmStart returns the tokenizer and the policy the RL phase starts from:
+//
+//  1. play WarmStart.Episodes expert episodes (a fraction Imperfect of the
+//     turns answered imperfectly) on seeds disjoint from training;
+//  2. train a byte-level BPE vocabulary of VocabSize on their text, so the
+//     tiny models see whole words (Right, <think>, grid rows);
+//  3. fine-tune a freshly initialised policy on the demonstrations'
+//     response tokens (cross-entropy on the agent's tokens only) for
+//     WarmStart.Steps steps of BatchSize episodes, AdamW with cosine decay.
+//
+// The result is cached under a hash of everything that determines it, so
+// re-running a notebook loads it at once.
+func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)) (*tokenizer.Tokenizer, *model.Model, error) {
+	key, err := warmStartKey(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := cacheDir(cfg.WarmStart.CacheDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(dir, key)
+	if m, d, err := model.Load(path); err == nil {
+		tok, terr := tokenizer.FromJSON(d.Tokenizer)
+		d.Close()
+		if terr == nil {
+			return tok, m, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		// A damaged cache entry is rebuilt, never trusted.
+		os.RemoveAll(path)
+	}
+
+	env, err := newEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	rc := cfg.rolloutConfig(1)
+	ws := cfg.WarmStart
+	episodes := max(ws.Episodes, 1)
+	if ws.Steps == 0 {
+		episodes = min(episodes, 64) // only the vocabulary is needed
+	}
+	seeds := make([]int64, episodes)
+	texts := make([]string, episodes)
+	for i := range seeds {
+		seeds[i] = envSeed(cfg.Seed, -2, i) // step −2: the demonstrations' own seed stream
+		rng := rand.New(rand.NewSource(seeds[i]))
+		if texts[i], err = rollout.DemonstrationText(env, seeds[i], rng, ws.Imperfect, rc); err != nil {
+			return nil, nil, fmt.Errorf("warm start: %w", err)
+		}
+	}
+	tok, err := tokenizer.Train(texts, tokenizer.TrainConfig{VocabSize: cfg.VocabSize})
+	if err != nil {
+		return nil, nil, fmt.Errorf("warm start: vocabulary: %w", err)
+	}
+	mc, err := cfg.ModelConfig(tok.VocabSize())
+	if err != nil {
+		return nil, nil, err
+	}
+	policy, err := model.New(mc, uint64(cfg.Seed))
+	if err != nil {
+		return nil, nil, err
+	}
+	if ws.Steps > 0 {
+		demos := make([]*rollout.Trajectory, episodes)
+		for i := range demos {
+			rng := rand.New(rand.NewSource(seeds[i]))
+			if demos[i], err = rollout.Demonstrate(env, tok, seeds[i], rng, ws.Imperfect, rc); err != nil {
+				return nil, nil, fmt.Errorf("warm start: %w", err)
+			}
+			if n := len(demos[i].Tokens); n > mc.MaxPositions {
+				return nil, nil, fmt.Errorf("warm start: a demonstration has %d tokens, more than context_length %d: raise context_length or lower max_turns", n, mc.MaxPositions)
+			}
+		}
+		if err := finetune(ctx, policy, demos, ws, cfg.Seed); err != nil {
+			return nil, nil, err
+		}
+	}
+	tj, err := tok.MarshalJSON()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := policy.Save(path, tj, checkpoint.Checkpoint{}); err != nil {
+		// The cache is a convenience: a read-only cache directory must not
+		// stop the run.
+		fmt.Fprintf(os.Stderr, "ragen: warm start not cached: %v\n", err)
+	}
+	return tok, policy, nil
+}
+
+// finetune is the supervised phase: cross-entropy on the demonstrations'
+// response tokens, minibatches drawn in a seeded shuffled order.
+func finetune(ctx context.Context, m *model.Model, demos []*rollout.Trajectory, ws WarmStart, seed int64) error {
+	oc := optim.DefaultConfig()
+	oc.LR, oc.Schedule, oc.WarmupSteps, oc.TotalSteps = ws.LR, "cosine", min(20, ws.Steps/10), ws.Steps
+	groups := make([]optim.Group, len(m.Layout.Views))
+	for i, v := range m.Layout.Views {
+		groups[i] = optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay}
+	}
+	opt, err := optim.New(oc, m.Layout.Size, groups)
+	if err != nil {
+		return fmt.Errorf("warm start: %w", err)
+	}
+	rng := rand.New(rand.NewSource(seed))
+	order := rng.Perm(len(demos))
+	next := 0
+	for step := 0; step < ws.Steps; step++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var tokens, lens []int
+		var mask []bool
+		for k := 0; k < ws.BatchSize; k++ {
+			if next == len(order) {
+				order, next = rng.Perm(len(demos)), 0
+			}
+			d := demos[order[next]]
+			next++
+			tokens = append(tokens, d.Tokens...)
+			lens = append(lens, len(d.Tokens))
+			mask = append(mask, d.Agent...)
+		}
+		m.ZeroGrad()
+		loss, err := m.CrossEntropy(tokens, lens, mask)
+		if err != nil {
+			return fmt.Errorf("warm start step %d: %w", step, err)
+		}
+		if err := finite(step, "warm-start loss", float64(loss)); err != nil {
+			return err
+		}
+		optim.ClipGradNorm(m.Grads.Data, 1.0)
+		if _, err := opt.Step(m.Params.Data, m.Grads.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// warmStartKey hashes everything the warm start depends on.
+func warmStartKey(cfg *Config) (string, error) {
+	mc, err := cfg.ModelConfig(cfg.VocabSize)
+	if err != nil {
+		return "", err
+	}
+	env := cfg.Env
+	if cfg.NewEnv != nil {
+		env = "custom:" + cfg.label()
+	}
+	b, err := json.Marshal(struct {
+		Version          int
+		Env              string
+		Options          map[string]any
+		Model            model.Config
+		WarmStart        WarmStart
+		Seed             int64
+		MaxTurns         int
+		MaxTokensPerTurn int
+		Think            bool
+		FormatPenalty    float64
+	}{warmStartVersion, env, cfg.EnvOptions, mc, cfg.WarmStart, cfg.Seed, cfg.MaxTurns, cfg.MaxTokensPerTurn, cfg.Think, cfg.FormatPenalty})
+	if err != nil {
+		return "", fmt.Errorf("warm start: env_options: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12]), nil
+}
+
+func cacheDir(dir string) (string, error) {
+	if dir == "" {
+		if env := os.Getenv("RAGEN_CACHE"); env != "" {
+			dir = env
+		} else {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				base = os.TempDir()
+			}
+			dir = filepath.Join(base, "ragen")
+		}
+		dir = filepath.Join(dir, "warmstart")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("warm start cache: %w", err)
+	}
+	return dir, nil
+}

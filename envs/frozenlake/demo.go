@@ -1,0 +1,162 @@
+package frozenlake
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+
+	"github.com/ragen-go/ragen/envs"
+)
+
+// slipperyStride is how many moves of its plan the expert commits to on
+// slippery ice before it looks again: a slip makes the rest of a plan wrong,
+// and two moves per turn still spend RAGEN's 10 actions in its 5 turns.
+const slipperyStride = 2
+
+// Demonstrate implements envs.Expert. The expert re-plans every turn: it
+// takes the shortest path over frozen tiles from where it stands (all of it
+// up to the per-turn limit on firm ice, two moves on slippery ice) and
+// explains it by where the goal lies and whether holes force a detour.
+// Imperfect demonstrations either take the right moves in a shuffled order
+// or wander a few random steps, with reasoning that fits what they do.
+func (e *Env) Demonstrate(rng *rand.Rand, imperfect bool) string {
+	path := e.ShortestPath()
+	if path == nil { // in a hole or on the goal: nothing sensible to do
+		a := Actions[rng.Intn(len(Actions))]
+		return "<think>The game is already over; any move will do.</think><answer>" + a + "</answer>"
+	}
+	g := e.goalAt()
+	where := relative(g[0]-e.pos[0], g[1]-e.pos[1])
+	var think string
+	var acts []string
+	switch {
+	case imperfect && rng.Intn(2) == 0:
+		acts = append([]string(nil), path...)
+		rng.Shuffle(len(acts), func(i, j int) { acts[i], acts[j] = acts[j], acts[i] })
+		acts = e.cut(acts)
+		think = fmt.Sprintf(pick(rng, hastyReasons), where, join(acts))
+	case imperfect:
+		acts = make([]string, 1+rng.Intn(3))
+		for i := range acts {
+			acts[i] = Actions[rng.Intn(len(Actions))]
+		}
+		acts = e.cut(acts)
+		think = fmt.Sprintf(pick(rng, wanderReasons), join(acts))
+	default:
+		acts = e.cut(path)
+		detour := len(path) > abs(g[0]-e.pos[0])+abs(g[1]-e.pos[1])
+		think = e.explain(rng, where, detour, acts, len(path))
+	}
+	return "<think>" + think + "</think><answer>" + strings.Join(acts, " "+envs.ActionSeparator+" ") + "</answer>"
+}
+
+// cut keeps the moves one answer may carry: the per-turn limit, and the
+// slippery stride.
+func (e *Env) cut(acts []string) []string {
+	n := e.cfg.MaxActionsPerTurn
+	if !e.cfg.deterministic() && n > slipperyStride {
+		n = slipperyStride
+	}
+	if len(acts) > n {
+		acts = acts[:n]
+	}
+	return acts
+}
+
+func (e *Env) explain(rng *rand.Rand, where string, detour bool, acts []string, pathLen int) string {
+	var b strings.Builder
+	switch rng.Intn(3) {
+	case 0:
+		fmt.Fprintf(&b, "The goal is %s.", where)
+	case 1:
+		fmt.Fprintf(&b, "I am at row %d, column %d and the goal is %s.", e.pos[0]+1, e.pos[1]+1, where)
+	default:
+		fmt.Fprintf(&b, "Looking at the map, the goal lies %s.", where)
+	}
+	if detour {
+		b.WriteString(pick(rng, []string{
+			" Holes block the direct way, so I go around them.",
+			" The straight route runs into a hole; I take a detour over the ice.",
+			" I must avoid the holes in between, which makes the route longer.",
+		}))
+	} else {
+		b.WriteString(pick(rng, []string{
+			" The direct way is clear of holes.",
+			" No hole is in the way.",
+			"",
+		}))
+	}
+	switch {
+	case len(acts) < pathLen && !e.cfg.deterministic():
+		fmt.Fprintf(&b, " The ice is slippery, so I make only the next %s and look again: %s.", moveCount(len(acts)), join(acts))
+	case len(acts) < pathLen:
+		fmt.Fprintf(&b, " The path takes %d moves; I start with %s.", pathLen, join(acts))
+	default:
+		fmt.Fprintf(&b, pick(rng, []string{" I go %s.", " So: %s.", " My moves: %s."}), join(acts))
+	}
+	return b.String()
+}
+
+var hastyReasons = []string{
+	"The goal is %s. I just need those moves in some order: %s.",
+	"The goal lies %s, so I head there: %s.",
+}
+
+var wanderReasons = []string{
+	"I am not sure where the holes are. Let me try %s and see.",
+	"Hard to say which way is safe. I will explore: %s.",
+	"Let me move a little and look again: %s.",
+}
+
+func pick(rng *rand.Rand, list []string) string { return list[rng.Intn(len(list))] }
+
+func join(acts []string) string { return strings.Join(acts, ", ") }
+
+// relative says where a tile dr rows down and dc columns right lies:
+// "two rows down and one column to the right".
+func relative(dr, dc int) string {
+	var parts []string
+	if dr != 0 {
+		dir := "down"
+		if dr < 0 {
+			dir = "up"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s", count(abs(dr), "row", "rows"), dir))
+	}
+	if dc != 0 {
+		dir := "to the right"
+		if dc < 0 {
+			dir = "to the left"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s", count(abs(dc), "column", "columns"), dir))
+	}
+	switch {
+	case dr == 0:
+		return parts[0] + ", in my row"
+	case dc == 0:
+		return parts[0] + ", in my column"
+	}
+	return parts[0] + " and " + parts[1]
+}
+
+var numberWords = []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}
+
+func count(n int, one, many string) string {
+	w := fmt.Sprint(n)
+	if n < len(numberWords) {
+		w = numberWords[n]
+	}
+	if n == 1 {
+		return w + " " + one
+	}
+	return w + " " + many
+}
+
+func moveCount(n int) string { return count(n, "move", "moves") }
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,301 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/scanner"
+	"go/token"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/traefik/yaegi/interp"
+)
+
+// Error positions. Every chunk is compiled as part of the shared file
+// "cell" at line id*lineBase+l (see split.go). A position is shown as
+// cell[N]:l:c, N being the execution count the user saw.
+
+var posRE = regexp.MustCompile(fileName + `:(\d+):(\d+)`)
+
+// decode maps a line of the shared file to the cell and its line.
+func (s *Session) decode(line int) (Cell, int, bool) {
+	id, l := cellPos(line)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id < 1 || id >= len(s.cells) {
+		return Cell{}, 0, false
+	}
+	return s.cells[id], l, true
+}
+
+// rewrite replaces every shared-file position in msg by cell[N]:l:c.
+func (s *Session) rewrite(msg string) string {
+	return posRE.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := posRE.FindStringSubmatch(m)
+		line, _ := strconv.Atoi(sub[1])
+		cell, l, ok := s.decode(line)
+		if !ok {
+			return m
+		}
+		return fmt.Sprintf("cell[%d]:%d:%s", cell.Number, l, sub[2])
+	})
+}
+
+// sourceLines is the source line l of code and a caret under column col.
+func sourceLines(code string, l, col int) []string {
+	lines := strings.Split(code, "\n")
+	if l < 1 || l > len(lines) {
+		return nil
+	}
+	src := strings.TrimRight(lines[l-1], "\r")
+	caret := ""
+	if col >= 1 && col <= len(src)+1 {
+		// Keep tabs so the caret lines up under the same column.
+		var b strings.Builder
+		for _, r := range src[:col-1] {
+			if r == '\t' {
+				b.WriteByte('\t')
+			} else {
+				b.WriteByte(' ')
+			}
+		}
+		caret = b.String() + "^"
+	}
+	out := []string{fmt.Sprintf("%5d | %s", l, src)}
+	if caret != "" {
+		out = append(out, "      | "+caret)
+	}
+	return out
+}
+
+// posError is an error at line l, column col of cell id.
+func (s *Session) posError(name string, id, l, col int, msg string) *Error {
+	s.mu.Lock()
+	cell := s.cells[id]
+	s.mu.Unlock()
+	v := fmt.Sprintf("cell[%d]:%d:%d: %s", cell.Number, l, col, msg)
+	return &Error{Name: name, Value: v, Traceback: append([]string{name + ": " + v}, sourceLines(cell.Code, l, col)...)}
+}
+
+var compileErrRE = regexp.MustCompile(`^` + fileName + `:(\d+):(\d+): (.*)$`)
+
+// toError turns what the interpreter returned into a Jupyter error.
+func (s *Session) toError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var p interp.Panic
+	if errors.As(err, &p) {
+		return s.panicError(p)
+	}
+	if errors.Is(err, context.Canceled) {
+		return &Error{Name: "Interrupted", Value: "the cell was interrupted", Traceback: []string{"Interrupted: the cell was interrupted"}}
+	}
+	var list scanner.ErrorList
+	if errors.As(err, &list) && len(list) > 0 {
+		return s.lineError("SyntaxError", list[0].Pos.Line, list[0].Pos.Column, list[0].Msg)
+	}
+	msg := err.Error()
+	if m := compileErrRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		col, _ := strconv.Atoi(m[2])
+		return s.lineError("CompileError", line, col, s.rewrite(m[3]))
+	}
+	msg = s.rewrite(msg)
+	return &Error{Name: "CompileError", Value: msg, Traceback: []string{"CompileError: " + msg}}
+}
+
+// lineError is an error at a line of the shared file.
+func (s *Session) lineError(name string, line, col int, msg string) *Error {
+	id, l := cellPos(line)
+	s.mu.Lock()
+	ok := id >= 1 && id < len(s.cells)
+	s.mu.Unlock()
+	if !ok {
+		return &Error{Name: name, Value: msg, Traceback: []string{name + ": " + msg}}
+	}
+	return s.posError(name, id, l, col, msg)
+}
+
+var exitRE = regexp.MustCompile(`^os\.Exit\((-?\d+)\)$`)
+
+// panicError reports a panic with the interpreted frames yaegi printed,
+// innermost first, each with its source line.
+func (s *Session) panicError(p interp.Panic) *Error {
+	v := p.Value
+	if rv, ok := v.(reflect.Value); ok && rv.IsValid() && rv.CanInterface() {
+		v = rv.Interface()
+	}
+	msg := fmt.Sprint(v)
+	if m := exitRE.FindStringSubmatch(msg); m != nil {
+		return &Error{Name: "Exit", Value: "os.Exit(" + m[1] + ") called in a cell",
+			Traceback: []string{"Exit: os.Exit(" + m[1] + ") called in a cell; the kernel keeps running with its state (restart it to start afresh)"}}
+	}
+	tb := []string{"panic: " + msg, ""}
+	s.mu.Lock()
+	frames := s.frames
+	s.frames = nil
+	s.mu.Unlock()
+	for _, f := range frames {
+		m := panicLine.FindStringSubmatch(strings.TrimRight(f, "\n"))
+		line, _ := strconv.Atoi(m[2])
+		cell, l, ok := s.decode(line)
+		if m[1] != fileName || !ok {
+			tb = append(tb, fmt.Sprintf("%s:%s:%s in %s", m[1], m[2], m[3], m[4]))
+			continue
+		}
+		tb = append(tb, fmt.Sprintf("cell[%d]:%d:%s in %s", cell.Number, l, m[3], strings.TrimSuffix(m[4], "(...)")))
+		col, _ := strconv.Atoi(m[3])
+		tb = append(tb, sourceLines(cell.Code, l, col)...)
+	}
+	return &Error{Name: "panic", Value: msg, Traceback: tb}
+}
+
+// Redefinition. yaegi binds a call to the function defined when the
+// caller was compiled (yaegi#1673), so after `func f` is redefined, an
+// older g calling f would still call the old f. After a cell redefines a
+// function or method, the session recompiles every earlier function that
+// mentions its name, transitively, in their original order, so g calls the
+// new f as a notebook user expects. A type cannot be redefined at all
+// (yaegi#1410: old and new code keep seeing the first definition), so a
+// different definition of an existing type is an error; an identical one
+// (re-running a cell) is skipped.
+
+// checkDecls parses each unit of a declaration chunk, drops identical type
+// re-declarations, rejects changed types, and returns the declarations to
+// record once the chunk has run.
+func (s *Session) checkDecls(id int, code string, units []unit) ([]unit, []*decl, error) {
+	var keep []unit
+	var ds []*decl
+	for _, u := range units {
+		src := code[u.start:u.end]
+		f, err := parser.ParseFile(token.NewFileSet(), "", "package p;"+src, 0)
+		if err != nil || len(f.Decls) != 1 {
+			keep = append(keep, u) // the real parse reports the error
+			continue
+		}
+		refs := map[string]bool{}
+		ast.Inspect(f.Decls[0], func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				refs[id.Name] = true
+			}
+			return true
+		})
+		text := masked(code, []unit{u})
+		switch d := f.Decls[0].(type) {
+		case *ast.FuncDecl:
+			key := d.Name.Name
+			if d.Recv != nil && len(d.Recv.List) == 1 {
+				key = recvName(d.Recv.List[0].Type) + "." + key
+			}
+			ds = append(ds, &decl{key: key, kind: token.FUNC, src: src, id: id, text: text, refs: refs})
+		case *ast.GenDecl:
+			if d.Tok != token.TYPE {
+				keep = append(keep, u)
+				continue
+			}
+			same := true
+			for _, sp := range d.Specs {
+				ts := sp.(*ast.TypeSpec)
+				name := ts.Name.Name
+				s.mu.Lock()
+				prev := s.decls[name]
+				s.mu.Unlock()
+				if prev == nil {
+					same = false
+					ds = append(ds, &decl{key: name, kind: token.TYPE, src: src, id: id, text: text, refs: refs})
+					continue
+				}
+				if prev.src != src {
+					l, c := lineCol(code, u.start)
+					s.mu.Lock()
+					n := s.cells[prev.id].Number
+					s.mu.Unlock()
+					return nil, nil, s.posError("CompileError", id, l, c, fmt.Sprintf(
+						"type %s is already declared in cell[%d]; the interpreter cannot change a declared type: restart the kernel to redefine it, or use a new name", name, n))
+				}
+			}
+			if same {
+				continue // re-running the same declaration
+			}
+		}
+		keep = append(keep, u)
+	}
+	return keep, ds, nil
+}
+
+func recvName(e ast.Expr) string {
+	switch t := e.(type) {
+	case *ast.StarExpr:
+		return recvName(t.X)
+	case *ast.IndexExpr:
+		return recvName(t.X)
+	case *ast.IndexListExpr:
+		return recvName(t.X)
+	case *ast.Ident:
+		return t.Name
+	}
+	return "?"
+}
+
+// lineCol is the 1-based line and column of byte offset off in code.
+func lineCol(code string, off int) (int, int) {
+	l := 1 + strings.Count(code[:off], "\n")
+	return l, off - (strings.LastIndexByte(code[:off], '\n') + 1) + 1
+}
+
+// recordDecls records the declarations of a chunk that ran and recompiles
+// the dependents of redefined functions.
+func (s *Session) recordDecls(ctx context.Context, ds []*decl) {
+	changed := map[string]bool{}
+	fresh := map[*decl]bool{}
+	s.mu.Lock()
+	for _, d := range ds {
+		prev := s.decls[d.key]
+		s.declSeq++
+		d.seq = s.declSeq
+		s.decls[d.key] = d
+		fresh[d] = true
+		if d.kind == token.FUNC && prev != nil && prev.src != d.src {
+			changed[d.key[strings.LastIndexByte(d.key, '.')+1:]] = true
+		}
+	}
+	var redo []*decl
+	for len(changed) > 0 {
+		next := map[string]bool{}
+		for _, d := range s.decls {
+			if d.kind != token.FUNC || fresh[d] {
+				continue
+			}
+			for name := range changed {
+				if d.refs[name] {
+					fresh[d] = true
+					redo = append(redo, d)
+					next[d.key[strings.LastIndexByte(d.key, '.')+1:]] = true
+					break
+				}
+			}
+		}
+		changed = next
+	}
+	s.mu.Unlock()
+	sort.Slice(redo, func(i, j int) bool { return redo[i].seq < redo[j].seq })
+	for _, d := range redo {
+		f, err := parseDecls(s.in.FileSet(), d.id, d.text)
+		if err == nil {
+			_, err = s.compileRun(ctx, f)
+		}
+		if err != nil {
+			e := s.toError(err)
+			fmt.Fprintf(os.Stderr, "warning: %s no longer compiles after this redefinition and keeps calling the old code: %s\n", d.key, e.Value)
+		}
+	}
+}

@@ -1,0 +1,505 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/scanner"
+	"go/token"
+	"os"
+	"path"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/traefik/yaegi/interp"
+	"github.com/traefik/yaegi/stdlib"
+	"github.com/traefik/yaegi/stdlib/unrestricted"
+
+	"github.com/ragen-go/ragen/kernel/cellctx"
+	"github.com/ragen-go/ragen/kernel/display"
+)
+
+// Options configure a Session. The zero value is ready to use.
+type Options struct {
+	// InterruptGrace is how long a first Interrupt waits for the cell to
+	// stop by itself (compiled code honouring cellctx) before the
+	// interpreter is stopped. Default 1s.
+	InterruptGrace time.Duration
+	// Args is os.Args as the cells see it. Default ["ragen"].
+	Args []string
+}
+
+// Output receives what a cell produces while it runs. Either func may be
+// nil. They are called from other goroutines, never concurrently with
+// themselves for Stream.
+type Output struct {
+	Stream  func(name, text string) // "stdout" or "stderr", batched
+	Display func(display.Data)      // display_data and update_display_data
+}
+
+// Result is the outcome of one cell.
+type Result struct {
+	// Data and Metadata are the execute_result bundle, nil when the cell
+	// does not end with a value.
+	Data, Metadata map[string]any
+	// Err is the cell's error, nil on success.
+	Err *Error
+}
+
+// Error is a failed cell in Jupyter's terms.
+type Error struct {
+	Name      string   // CompileError, panic, Exit, Interrupted
+	Value     string   // the message
+	Traceback []string // lines shown to the user
+}
+
+func (e *Error) Error() string { return e.Name + ": " + e.Value }
+
+// Cell is one cell to execute.
+type Cell struct {
+	Code   string
+	Number int // the execution count shown to the user, used in messages
+}
+
+// A Session is one interpreter whose state carries over between cells.
+// Execute runs one cell at a time; Interrupt may be called from any
+// goroutine.
+type Session struct {
+	opts Options
+	in   *interp.Interpreter
+
+	mu       sync.Mutex                          // guards the fields below and the running cell's state
+	cells    []Cell                              // by internal id (index); a cell's positions decode to its id
+	imported map[string]string                   // package name -> path imported by cells
+	pkgNames map[string]string                   // path -> package name, from Use
+	exports  map[string]map[string]reflect.Value // path -> symbols, from Use
+	decls    map[string]*decl                    // top-level func, method and type by key
+	declSeq  int
+	running  *running
+
+	out     batcher
+	capture [2]*fdCapture
+	frames  []string // panic positions printed by yaegi during the cell
+	result  *Result  // set by the result helpers during the cell
+}
+
+// running is the state of the cell being executed, for Interrupt.
+type running struct {
+	soft, hard context.CancelFunc
+	interrupts int
+	timer      *time.Timer
+}
+
+// decl is a top-level declaration a cell made, kept to handle redefinition.
+type decl struct {
+	key  string          // "f", "T" or "T.M"
+	kind token.Token     // token.FUNC or token.TYPE
+	src  string          // the declaration's text
+	id   int             // internal id of the cell that declared it
+	text string          // the cell's text masked to this declaration
+	refs map[string]bool // identifiers it mentions
+	seq  int             // declaration order
+}
+
+// New starts an interpreter with the Go standard library (yaegi's tables),
+// os/exec, and the kernel's packages ("ragen/display", "ragen/cellctx").
+func New(opts Options) (*Session, error) {
+	if opts.InterruptGrace <= 0 {
+		opts.InterruptGrace = time.Second
+	}
+	if len(opts.Args) == 0 {
+		opts.Args = []string{"ragen"}
+	}
+	s := &Session{
+		opts:     opts,
+		imported: map[string]string{},
+		pkgNames: map[string]string{},
+		exports:  map[string]map[string]reflect.Value{},
+		decls:    map[string]*decl{},
+		cells:    []Cell{{}}, // id 0 is the session's own setup code
+	}
+	// Restricted mode: os.Exit and log.Fatal panic instead of ending the
+	// kernel, and the environment is a copy. os/exec is added back.
+	s.in = interp.New(interp.Options{
+		Stdin:  strings.NewReader(""),
+		Stdout: os.Stdout, // fd 1, captured during cells
+		Stderr: &stderrFilter{s: s},
+		Args:   opts.Args,
+		Env:    os.Environ(),
+	})
+	for _, ex := range []interp.Exports{stdlib.Symbols, {"os/exec/exec": unrestricted.Symbols["os/exec/exec"]}, Symbols, s.resultSymbols()} {
+		if err := s.Use(ex); err != nil {
+			return nil, err
+		}
+	}
+	short := interp.Exports{
+		"ragen/display/display": Symbols["github.com/ragen-go/ragen/kernel/display/display"],
+		"ragen/cellctx/cellctx": Symbols["github.com/ragen-go/ragen/kernel/cellctx/cellctx"],
+	}
+	if err := s.Use(short); err != nil {
+		return nil, err
+	}
+	f, err := parseDecls(s.in.FileSet(), 0, `import __ragen "ragen/internal/cellresult"`)
+	if err == nil {
+		_, err = s.compileRun(context.Background(), f)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session setup: %w", err)
+	}
+	for i, name := range streamNames {
+		c, err := newFDCapture(i+1, name, s.out.add)
+		if err != nil {
+			return nil, err
+		}
+		s.capture[i] = c
+	}
+	return s, nil
+}
+
+// Use makes the packages in exports importable by cells (yaegi's symbol
+// tables: "import/path/name" -> symbol -> value). Generated tables from
+// stdlib/ plug in here.
+func (s *Session) Use(exports interp.Exports) error {
+	if err := s.in.Use(exports); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, syms := range exports {
+		p, name := path.Dir(key), path.Base(key)
+		s.pkgNames[p] = name
+		s.exports[p] = syms
+	}
+	return nil
+}
+
+// Close releases the capture pipes. The interpreter itself cannot be
+// stopped: goroutines a cell left running keep running.
+func (s *Session) Close() error {
+	for _, c := range s.capture {
+		if c != nil {
+			c.close()
+		}
+	}
+	return nil
+}
+
+// Interrupt asks the running cell to stop. The first call cancels the
+// cell's context (cellctx), so compiled code stops at its next safe point
+// and returns; if the cell has not ended after Options.InterruptGrace the
+// interpreter is stopped. A second call stops the interpreter at once: an
+// interpreted loop ends at its next instruction. A compiled call that
+// ignores its context cannot be stopped: the cell is then reported as
+// interrupted and abandoned, and the call finishes in the background.
+// Without a running cell Interrupt does nothing.
+func (s *Session) Interrupt() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.running
+	if r == nil {
+		return
+	}
+	r.interrupts++
+	if r.interrupts == 1 {
+		r.soft()
+		r.timer = time.AfterFunc(s.opts.InterruptGrace, r.hard)
+		return
+	}
+	r.hard()
+}
+
+// Execute runs one cell and returns its result. Output and displays go to
+// out while the cell runs; everything the cell wrote has been delivered when
+// Execute returns. The cell's context is a child of ctx.
+func (s *Session) Execute(ctx context.Context, cell Cell, out Output) *Result {
+	captureMu.Lock()
+	defer captureMu.Unlock()
+
+	soft, cancelSoft := context.WithCancel(ctx)
+	hard, cancelHard := context.WithCancel(context.Background())
+	defer cancelSoft()
+	defer cancelHard()
+	r := &running{soft: cancelSoft, hard: cancelHard}
+
+	s.mu.Lock()
+	id := len(s.cells)
+	s.cells = append(s.cells, cell)
+	s.running = r
+	s.frames = nil
+	s.result = &Result{}
+	s.mu.Unlock()
+
+	s.out.mu.Lock()
+	s.out.emit = out.Stream
+	s.out.mu.Unlock()
+	restorePub := display.SetPublisher(func(d display.Data) {
+		if out.Display != nil {
+			out.Display(d)
+		}
+	})
+	restoreCtx := cellctx.Set(soft)
+	for _, c := range s.capture {
+		if err := c.begin(); err != nil {
+			fmt.Fprintf(os.Stderr, "ragen: %v; cell output goes to the kernel's terminal\n", err)
+		}
+	}
+
+	err := s.run(hard, id, cell)
+
+	for _, c := range s.capture {
+		c.end()
+	}
+	restoreCtx()
+	restorePub()
+	s.out.flush(true)
+	s.out.mu.Lock()
+	s.out.emit = nil
+	s.out.mu.Unlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	s.running = nil
+	res := s.result
+	s.result = nil
+	if r.interrupts > 0 {
+		e := &Error{Name: "Interrupted", Value: "the cell was interrupted",
+			Traceback: []string{"Interrupted: the cell was interrupted; its outputs are partial"}}
+		if hard.Err() != nil {
+			e.Traceback = append(e.Traceback,
+				"(the interpreter was stopped; a compiled call that ignores interrupts may still finish in the background)")
+		}
+		err = e
+	}
+	if err != nil {
+		res.Data, res.Metadata = nil, nil
+		res.Err = s.toError(err)
+	}
+	return res
+}
+
+// run plans and executes a cell: parse everything first (a syntax error
+// anywhere runs nothing), then imports, then chunks in order, then the
+// result expression.
+func (s *Session) run(ctx context.Context, id int, cell Cell) error {
+	code := cell.Code
+	p, err := makePlan(code)
+	if err != nil {
+		var list scanner.ErrorList
+		if errors.As(err, &list) && len(list) > 0 {
+			return s.posError("SyntaxError", id, list[0].Pos.Line, list[0].Pos.Column, list[0].Msg)
+		}
+		return err
+	}
+	fset := s.in.FileSet()
+
+	// Imports: skip those already imported under the same name.
+	if len(p.imports) > 0 {
+		f, err := parseDecls(fset, id, masked(code, p.imports))
+		if err != nil {
+			return err
+		}
+		var specs []string
+		for _, sp := range f.Imports {
+			ipath, _ := strconv.Unquote(sp.Path.Value)
+			name := s.pkgName(ipath)
+			if sp.Name != nil {
+				name = sp.Name.Name
+			}
+			pos := fset.Position(sp.Pos())
+			if prev, ok := s.imported[name]; ok {
+				if prev == ipath {
+					continue
+				}
+				return fmt.Errorf("%s:%d:%d: %s already imported as %q", fileName, pos.Line, pos.Column, name, prev)
+			}
+			spec := sp.Path.Value
+			if sp.Name != nil {
+				spec = sp.Name.Name + " " + spec
+			}
+			specs = append(specs, fmt.Sprintf("//line %s:%d:%d\n%s\n", fileName, pos.Line, pos.Column, spec))
+		}
+		if len(specs) > 0 {
+			f, err := parser.ParseFile(fset, fileName, "package main\nimport (\n"+strings.Join(specs, "")+")\n", 0)
+			if err != nil {
+				return err
+			}
+			if _, err := s.compileRun(ctx, f); err != nil {
+				return err
+			}
+			for _, sp := range f.Imports {
+				ipath, _ := strconv.Unquote(sp.Path.Value)
+				name := s.pkgName(ipath)
+				if sp.Name != nil {
+					name = sp.Name.Name
+				}
+				s.mu.Lock()
+				s.imported[name] = ipath
+				s.mu.Unlock()
+			}
+		}
+	}
+
+	// Parse all chunks before running any.
+	nodes := make([]ast.Node, len(p.chunks))
+	var newDecls [][]*decl
+	for i, c := range p.chunks {
+		if c.kind == unitDecl {
+			units, ds, err := s.checkDecls(id, code, c.units)
+			if err != nil {
+				return err
+			}
+			newDecls = append(newDecls, ds)
+			if len(units) == 0 {
+				continue
+			}
+			f, err := parseDecls(fset, id, masked(code, units))
+			if err != nil {
+				return err
+			}
+			nodes[i] = f
+		} else {
+			newDecls = append(newDecls, nil)
+			b, err := parseStmts(fset, id, masked(code, c.units))
+			if err != nil {
+				return err
+			}
+			nodes[i] = b
+		}
+	}
+	if p.result != nil {
+		if _, err := parseStmts(fset, id, masked(code, []unit{*p.result})); err != nil {
+			return err
+		}
+	}
+	for i, n := range nodes {
+		if n == nil {
+			continue
+		}
+		if _, err := s.compileRun(ctx, n); err != nil {
+			return err
+		}
+		s.recordDecls(ctx, newDecls[i])
+	}
+	if p.result != nil {
+		return s.runResult(ctx, id, code, *p.result)
+	}
+	return nil
+}
+
+// pkgName is the name a package is imported under by default.
+func (s *Session) pkgName(ipath string) string {
+	if n, ok := s.pkgNames[ipath]; ok {
+		return n
+	}
+	return path.Base(ipath)
+}
+
+// compileRun compiles an AST parsed with the interpreter's FileSet and runs it.
+func (s *Session) compileRun(ctx context.Context, n ast.Node) (reflect.Value, error) {
+	prog, err := s.in.CompileAST(n)
+	if err != nil {
+		return reflect.Value{}, err
+	}
+	return s.in.ExecuteWithContext(ctx, prog)
+}
+
+// The result of a cell is its last bare expression E. Which display form E
+// has is found by compiling probes (without running them) until one
+// compiles: each calls one display method of E, so the method set of an
+// interpreted type is seen by the interpreter itself (compiled code cannot
+// see methods of interpreted types). The first that compiles is run, so E
+// is evaluated once. If none compiles, E has no single value (a call of a
+// function with zero or several results) and runs as a plain statement:
+// `fmt.Println(x)` shows its output, not `12 <nil>`.
+var resultProbes = [][2]string{
+	{"func() { __ragenV := ", "; __ragen.BundleMeta(__ragenV.MIMEBundle(), __ragenV.MIMEMetadata()) }()"},
+	{"__ragen.Bundle((", ").MIMEBundle())"},
+	{"__ragen.PNG((", ").PNG())"},
+	{"__ragen.SVG((", ").SVG())"},
+	{"__ragen.HTML((", ").HTML())"},
+	{"__ragen.Markdown((", ").Markdown())"},
+	{"__ragen.Text((", ").String())"},
+	{"__ragen.Text((", ").Error())"},
+	{"__ragen.Value(", ")"},
+}
+
+func (s *Session) runResult(ctx context.Context, id int, code string, u unit) error {
+	m := masked(code, []unit{u})
+	for _, pr := range resultProbes {
+		text := m[:u.start] + pr[0] + code[u.start:u.end] + pr[1] + m[u.end:]
+		b, err := parseStmts(s.in.FileSet(), id, text)
+		if err != nil {
+			continue
+		}
+		prog, err := s.in.CompileAST(b)
+		if err != nil {
+			continue
+		}
+		_, err = s.in.ExecuteWithContext(ctx, prog)
+		return err
+	}
+	b, err := parseStmts(s.in.FileSet(), id, m)
+	if err != nil {
+		return err
+	}
+	_, err = s.compileRun(ctx, b)
+	return err
+}
+
+// resultSymbols is the helper package the result probes call. Each helper
+// renders its argument and stores it as the cell's result.
+func (s *Session) resultSymbols() interp.Exports {
+	set := func(data, meta map[string]any) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.result != nil {
+			s.result.Data, s.result.Metadata = data, meta
+		}
+	}
+	bundle := func(b, m map[string]any) { set(display.Normalize(b, m, "<no text/plain form>")) }
+	binary := func(mime string) func([]byte, error) {
+		return func(b []byte, err error) {
+			if err != nil {
+				set(display.Render(err))
+				return
+			}
+			set(display.Render(display.Value{Bundle: map[string]any{mime: b, "text/plain": "<" + mime + ">"}}))
+		}
+	}
+	return interp.Exports{"ragen/internal/cellresult/cellresult": {
+		"BundleMeta": reflect.ValueOf(bundle),
+		"Bundle":     reflect.ValueOf(func(b map[string]any) { bundle(b, nil) }),
+		"PNG":        reflect.ValueOf(binary("image/png")),
+		"SVG":        reflect.ValueOf(binary("image/svg+xml")),
+		"HTML":       reflect.ValueOf(func(h string) { set(display.Render(display.HTML(h))) }),
+		"Markdown":   reflect.ValueOf(func(md string) { set(display.Render(display.Markdown(md))) }),
+		"Text":       reflect.ValueOf(func(t string) { set(display.Render(display.Text(t))) }),
+		"Value":      reflect.ValueOf(func(v any) { set(display.Render(v)) }),
+	}}
+}
+
+// stderrFilter is yaegi's stderr. yaegi prints one line per interpreted
+// frame of a panic ("cell:LINE:COL: panic: main.f(...)"); those become the
+// traceback instead of output. Everything else goes to fd 2.
+type stderrFilter struct{ s *Session }
+
+var panicLine = regexp.MustCompile(`^(\S+):(\d+):(\d+): panic: (.*)\n?$`)
+
+func (w *stderrFilter) Write(p []byte) (int, error) {
+	if m := panicLine.FindSubmatch(p); m != nil {
+		w.s.mu.Lock()
+		w.s.frames = append(w.s.frames, string(p))
+		w.s.mu.Unlock()
+		return len(p), nil
+	}
+	return os.Stderr.Write(p)
+}

@@ -1,0 +1,280 @@
+package session
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ragen-go/ragen/kernel/display"
+)
+
+// run is one executed cell as a test sees it.
+type run struct {
+	stdout, stderr string
+	displays       []display.Data
+	res            *Result
+}
+
+func (r run) text() string {
+	if r.res.Data == nil {
+		return ""
+	}
+	s, _ := r.res.Data["text/plain"].(string)
+	return s
+}
+
+func exec(t *testing.T, s *Session, n int, code string) run {
+	t.Helper()
+	var mu sync.Mutex
+	var r run
+	r.res = s.Execute(context.Background(), Cell{Code: code, Number: n}, Output{
+		Stream: func(name, text string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if name == "stdout" {
+				r.stdout += text
+			} else {
+				r.stderr += text
+			}
+		},
+		Display: func(d display.Data) {
+			mu.Lock()
+			defer mu.Unlock()
+			r.displays = append(r.displays, d)
+		},
+	})
+	return r
+}
+
+func newSession(t *testing.T) *Session {
+	t.Helper()
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func mustOK(t *testing.T, r run) {
+	t.Helper()
+	if r.res.Err != nil {
+		t.Fatalf("unexpected error: %s\n%s", r.res.Err, strings.Join(r.res.Err.Traceback, "\n"))
+	}
+}
+
+func TestStateAcrossCells(t *testing.T) {
+	s := newSession(t)
+	mustOK(t, exec(t, s, 1, "x := 20"))
+	mustOK(t, exec(t, s, 2, "func double(v int) int { return 2 * v }"))
+	r := exec(t, s, 3, "double(x) + 2")
+	mustOK(t, r)
+	if r.text() != "42" {
+		t.Fatalf("result = %q, want 42", r.text())
+	}
+}
+
+func TestMixedCell(t *testing.T) {
+	s := newSession(t)
+	r := exec(t, s, 1, `x := 3
+import "fmt"
+func sq(v int) int { return v * v }
+type P struct{ A int }
+fmt.Println("sq", sq(x))
+var y = P{A: sq(2)}
+import "strings"
+strings.Repeat("ab", y.A)`)
+	mustOK(t, r)
+	if r.stdout != "sq 9\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+	if r.text() != `"abababab"` {
+		t.Errorf("result = %q", r.text())
+	}
+	// Re-running the same cell works: imports and identical types are skipped.
+	r = exec(t, s, 2, `import "fmt"
+type P struct{ A int }
+fmt.Println(P{A: 1})`)
+	mustOK(t, r)
+	if r.stdout != "{1}\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+}
+
+
+func TestRedefinition(t *testing.T) {
+	s := newSession(t)
+	mustOK(t, exec(t, s, 1, "func f() int { return 1 }\nfunc g() int { return f() * 10 }\nfunc h() int { return g() + 1 }"))
+	mustOK(t, exec(t, s, 2, "func f() int { return 2 }"))
+	r := exec(t, s, 3, "h()")
+	mustOK(t, r)
+	if r.text() != "21" {
+		t.Errorf("after redefining f, h() = %s, want 21 (callers recompiled)", r.text())
+	}
+	mustOK(t, exec(t, s, 4, "type T struct{ A int }"))
+	mustOK(t, exec(t, s, 5, "type T struct{ A int }")) // same definition: fine
+	r = exec(t, s, 6, "type T struct{ A, B int }")
+	want := "cell[6]:1:1: type T is already declared in cell[4]; the interpreter cannot change a declared type: restart the kernel to redefine it, or use a new name"
+	if r.res.Err == nil || r.res.Err.Value != want {
+		t.Errorf("type redefinition error = %v, want %q", r.res.Err, want)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	s := newSession(t)
+	mustOK(t, exec(t, s, 1, "x := 1"))
+	for _, tc := range []struct {
+		code, name, value string
+		tb                []string
+	}{
+		{"y := 2\nz := x + undefinedName", "CompileError", "cell[2]:2:10: undefined: undefinedName",
+			[]string{"CompileError: cell[2]:2:10: undefined: undefinedName", "    2 | z := x + undefinedName", "      |          ^"}},
+		{"func broken() {\n\treturn 1\n}", "CompileError", "cell[3]:2:9: too many return values",
+			nil},
+		{"a := [3]int{}\nfor {", "SyntaxError", "cell[4]:2:6: expected '}', found 'EOF'", nil},
+		{"s := \"unterminated", "SyntaxError", "cell[5]:1:6: string literal not terminated", nil},
+	} {
+		r := exec(t, s, int(tc.value[5]-'0'), tc.code) // the cell number is the one in the message
+		if r.res.Err == nil {
+			t.Errorf("%q: no error", tc.code)
+			continue
+		}
+		if r.res.Err.Name != tc.name || r.res.Err.Value != tc.value {
+			t.Errorf("%q: error %s: %s, want %s: %s", tc.code, r.res.Err.Name, r.res.Err.Value, tc.name, tc.value)
+		}
+		if tc.tb != nil && strings.Join(r.res.Err.Traceback, "\n") != strings.Join(tc.tb, "\n") {
+			t.Errorf("%q: traceback\n%s\nwant\n%s", tc.code, strings.Join(r.res.Err.Traceback, "\n"), strings.Join(tc.tb, "\n"))
+		}
+	}
+	// The session survives errors with its state.
+	r := exec(t, s, 9, "x + 1")
+	mustOK(t, r)
+	if r.text() != "2" {
+		t.Errorf("x + 1 = %s", r.text())
+	}
+}
+
+func TestPanic(t *testing.T) {
+	s := newSession(t)
+	mustOK(t, exec(t, s, 1, "func boom(m map[string]int) {\n\tm[\"a\"] = 1\n}"))
+	r := exec(t, s, 2, "var m map[string]int\nboom(m)")
+	if r.res.Err == nil || r.res.Err.Name != "panic" || r.res.Err.Value != "assignment to entry in nil map" {
+		t.Fatalf("panic error = %+v", r.res.Err)
+	}
+	tb := strings.Join(r.res.Err.Traceback, "\n")
+	for _, want := range []string{"cell[1]:2:2 in main.boom", "    2 | \tm[\"a\"] = 1", "cell[2]:2:1 in main"} {
+		if !strings.Contains(tb, want) {
+			t.Errorf("traceback lacks %q:\n%s", want, tb)
+		}
+	}
+	r = exec(t, s, 3, `panic("custom")`)
+	if r.res.Err == nil || r.res.Err.Value != "custom" {
+		t.Errorf("panic(\"custom\") = %+v", r.res.Err)
+	}
+	r = exec(t, s, 4, "import \"os\"\nos.Exit(3)")
+	if r.res.Err == nil || r.res.Err.Name != "Exit" || r.res.Err.Value != "os.Exit(3) called in a cell" {
+		t.Errorf("os.Exit = %+v", r.res.Err)
+	}
+	r = exec(t, s, 5, "m = map[string]int{}\nboom(m)\nlen(m)")
+	mustOK(t, r)
+	if r.text() != "1" {
+		t.Errorf("after panics, len(m) = %s", r.text())
+	}
+}
+
+func TestStdoutCapture(t *testing.T) {
+	s := newSession(t)
+	r := exec(t, s, 1, `import ("fmt"; "os")
+fmt.Println("interpreted")
+fmt.Fprintln(os.Stderr, "to stderr")
+os.Stdout.WriteString("compiled write\n")
+println("builtin")
+for i := 0; i < 3000; i++ { fmt.Printf("line %d\n", i) }
+fmt.Print("héllo ✓")`)
+	mustOK(t, r)
+	if !strings.HasPrefix(r.stdout, "interpreted\ncompiled write\nbuiltin\nline 0\n") || !strings.HasSuffix(r.stdout, "line 2999\nhéllo ✓") {
+		t.Errorf("stdout = %.200q ... %q", r.stdout, r.stdout[max(0, len(r.stdout)-40):])
+	}
+	if strings.Count(r.stdout, "\n") != 3003 {
+		t.Errorf("stdout has %d lines, want 3003 (nothing dropped)", strings.Count(r.stdout, "\n"))
+	}
+	if r.stderr != "to stderr\n" {
+		t.Errorf("stderr = %q", r.stderr)
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	s := newSession(t)
+	mustOK(t, exec(t, s, 1, "n := 0"))
+	for _, code := range []string{"for { n++ }", `import "ragen/cellctx"
+<-cellctx.Context().Done()
+n = -1`} {
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			s.Interrupt()
+		}()
+		start := time.Now()
+		r := exec(t, s, 2, code)
+		if r.res.Err == nil || r.res.Err.Name != "Interrupted" {
+			t.Fatalf("%q: err = %+v, want Interrupted", code, r.res.Err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("%q: interrupt took %v", code, d)
+		}
+	}
+	r := exec(t, s, 3, "n")
+	mustOK(t, r)
+	if r.text() != "-1" {
+		t.Errorf("n = %s: the cell honouring cellctx should have finished", r.text())
+	}
+}
+
+func TestDisplay(t *testing.T) {
+	s := newSession(t)
+	r := exec(t, s, 1, `import "ragen/display"
+type Card struct{ Name string }
+func (c Card) MIMEBundle() map[string]any { return map[string]any{"text/html": "<b>" + c.Name + "</b>", "text/plain": c.Name} }
+type Note struct{}
+func (Note) Markdown() string { return "# note" }
+display.Display(display.HTML("<i>hi</i>"))
+h := display.NewHandle()
+h.Show(display.Text("v1"))
+h.Update(display.Text("v2"))
+Card{"ace"}`)
+	mustOK(t, r)
+	if len(r.displays) != 3 {
+		t.Fatalf("displays = %+v", r.displays)
+	}
+	if r.displays[0].Bundle["text/html"] != "<i>hi</i>" || r.displays[1].ID == "" || !r.displays[2].Update || r.displays[2].ID != r.displays[1].ID {
+		t.Errorf("displays = %+v", r.displays)
+	}
+	if r.res.Data["text/html"] != "<b>ace</b>" || r.res.Data["text/plain"] != "ace" {
+		t.Errorf("result = %+v", r.res.Data)
+	}
+	for code, want := range map[string]map[string]any{
+		"Note{}":                        {"text/markdown": "# note", "text/plain": "# note"},
+		`display.SVG("<svg/>")`:         {"image/svg+xml": "<svg/>", "text/plain": "<SVG image>"},
+		`display.PNG([]byte{1, 2, 3})`:  {"image/png": "AQID", "text/plain": "<PNG image>"},
+		`"str"`:                         {"text/plain": `"str"`},
+		`fmt.Errorf("bad %d", 1)`:       {"text/plain": "bad 1"},
+		`import "fmt"; fmt.Println("x")`: nil,
+		`var z int;`:                    nil,
+	} {
+		if strings.Contains(code, "fmt.Errorf") {
+			code = "import \"fmt\"\n" + code
+		}
+		r := exec(t, s, 2, code)
+		mustOK(t, r)
+		if len(want) != len(r.res.Data) {
+			t.Errorf("%s: result %v, want %v", code, r.res.Data, want)
+			continue
+		}
+		for k, v := range want {
+			if r.res.Data[k] != v {
+				t.Errorf("%s: result[%s] = %v, want %v", code, k, r.res.Data[k], v)
+			}
+		}
+	}
+}

@@ -1,0 +1,248 @@
+package session
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/scanner"
+	"go/token"
+)
+
+// The cell splitter. yaegi decides how to parse a source from its first
+// token alone, so `import "fmt"` followed by a statement does not parse. We
+// cut a cell into its top-level units (a declaration or a statement each:
+// the scanner's semicolons at bracket depth 0), classify them, hoist the
+// imports, and run the rest in source order as chunks of consecutive
+// declarations (compiled as a file, so they may refer to each other) or of
+// consecutive statements (compiled as the body of main, which yaegi runs at
+// global scope, so `x := 1` defines a global).
+//
+// Every chunk is compiled from the cell's own text with the bytes of other
+// units blanked out (newlines kept) behind a `//line` directive, so that
+// positions in errors are the cell's own line:column. The directive puts
+// the cell at line base(n)+1 of one shared file name, since yaegi keys
+// imports by file name (all cells must share one) and we still need to know
+// which cell a position belongs to; see cellPos.
+
+type unitKind int
+
+const (
+	unitImport unitKind = iota
+	unitDecl            // func, method, type, const
+	unitStmt            // statements, including var
+)
+
+// A unit is one top-level declaration or statement: cell[start:end].
+type unit struct {
+	kind         unitKind
+	start, end   int
+	explicitSemi bool // ended by an explicit ';' (suppresses the result)
+}
+
+// fileName is the file name of every chunk; cellPos decodes positions.
+const fileName = "cell"
+
+// lineBase is the first line of cell n in the shared file: cell n line l is
+// line n*lineBase+l.
+const lineBase = 1_000_000
+
+// splitUnits cuts code into top-level units. Scanner errors are returned
+// with cell-relative positions.
+func splitUnits(code string) ([]unit, error) {
+	fset := token.NewFileSet()
+	file := fset.AddFile("", fset.Base(), len(code))
+	var errs scanner.ErrorList
+	var s scanner.Scanner
+	s.Init(file, []byte(code), func(pos token.Position, msg string) { errs.Add(pos, msg) }, 0)
+	var units []unit
+	depth := 0
+	start := -1
+	var kindToks []token.Token // first tokens of the current unit, for classification
+	lastEnd := 0
+	for {
+		pos, tok, lit := s.Scan()
+		if tok == token.EOF {
+			break
+		}
+		off := file.Offset(pos)
+		if tok == token.SEMICOLON && depth == 0 {
+			if start >= 0 {
+				units = append(units, unit{kind: classify(kindToks), start: start, end: lastEnd, explicitSemi: lit == ";"})
+			}
+			start, kindToks = -1, kindToks[:0]
+			continue
+		}
+		if start < 0 {
+			start = off
+		}
+		if len(kindToks) < 64 {
+			kindToks = append(kindToks, tok)
+		}
+		switch tok {
+		case token.LPAREN, token.LBRACK, token.LBRACE:
+			depth++
+		case token.RPAREN, token.RBRACK, token.RBRACE:
+			depth--
+		}
+		switch {
+		case lit != "":
+			lastEnd = off + len(lit)
+		default:
+			lastEnd = off + len(tok.String())
+		}
+	}
+	if start >= 0 {
+		units = append(units, unit{kind: classify(kindToks), start: start, end: lastEnd})
+	}
+	if errs.Len() > 0 {
+		return nil, errs
+	}
+	return units, nil
+}
+
+// classify tells a declaration from a statement by its first tokens. A
+// `func` starts a declaration when a name follows it, or a receiver and
+// then a name and '(' (a method); otherwise it is a function literal.
+func classify(toks []token.Token) unitKind {
+	if len(toks) == 0 {
+		return unitStmt
+	}
+	switch toks[0] {
+	case token.IMPORT:
+		return unitImport
+	case token.TYPE, token.CONST:
+		return unitDecl
+	case token.FUNC:
+		if len(toks) > 1 && toks[1] == token.IDENT {
+			return unitDecl
+		}
+		if len(toks) > 1 && toks[1] == token.LPAREN {
+			depth := 0
+			for i := 1; i < len(toks); i++ {
+				switch toks[i] {
+				case token.LPAREN:
+					depth++
+				case token.RPAREN:
+					depth--
+				}
+				if depth == 0 {
+					if i+2 < len(toks) && toks[i+1] == token.IDENT && (toks[i+2] == token.LPAREN || toks[i+2] == token.LBRACK) {
+						return unitDecl
+					}
+					return unitStmt
+				}
+			}
+		}
+	}
+	return unitStmt
+}
+
+// masked returns code with every byte outside the given units replaced by
+// a space, newlines kept, so offsets, lines and columns stay the cell's.
+func masked(code string, units []unit) string {
+	b := []byte(code)
+	keep := make([]bool, len(b))
+	for _, u := range units {
+		for i := u.start; i < u.end; i++ {
+			keep[i] = true
+		}
+	}
+	for i := range b {
+		if !keep[i] && b[i] != '\n' {
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
+
+// lineDirective places the text that follows on line 1, column 1 of cell n.
+func lineDirective(n int) string {
+	return fmt.Sprintf("\n//line %s:%d:1\n", fileName, n*lineBase+1)
+}
+
+// declSource is a file holding text (already masked) as top-level
+// declarations of package main.
+func declSource(n int, text string) string { return "package main" + lineDirective(n) + text }
+
+// stmtSource wraps text (already masked) in main's body, the form yaegi
+// runs at global scope.
+func stmtSource(n int, text string) string {
+	return "package main; func main() {" + lineDirective(n) + text + "\n}"
+}
+
+// parseDecls parses a declaration chunk.
+func parseDecls(fset *token.FileSet, n int, text string) (*ast.File, error) {
+	return parser.ParseFile(fset, fileName, declSource(n, text), parser.ParseComments)
+}
+
+// parseStmts parses a statement chunk and returns main's body.
+func parseStmts(fset *token.FileSet, n int, text string) (*ast.BlockStmt, error) {
+	f, err := parser.ParseFile(fset, fileName, stmtSource(n, text), 0)
+	if err != nil {
+		return nil, err
+	}
+	return f.Decls[0].(*ast.FuncDecl).Body, nil
+}
+
+// isExprStmt reports whether text (one unit) is a bare expression statement.
+func isExprStmt(text string) bool {
+	f, err := parser.ParseFile(token.NewFileSet(), "", "package p; func _() {\n"+text+"\n}", 0)
+	if err != nil {
+		return false
+	}
+	body := f.Decls[0].(*ast.FuncDecl).Body.List
+	if len(body) != 1 {
+		return false
+	}
+	_, ok := body[0].(*ast.ExprStmt)
+	return ok
+}
+
+// A chunk is a run of units compiled together.
+type chunk struct {
+	kind  unitKind
+	units []unit
+}
+
+// plan is what a cell will do: imports first, then chunks in source order;
+// result is the unit whose value is the cell's result (the last unit, when
+// it is a bare expression not ended by ';'), nil if none.
+type plan struct {
+	imports []unit
+	chunks  []chunk
+	result  *unit
+}
+
+func makePlan(code string) (*plan, error) {
+	units, err := splitUnits(code)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{}
+	var rest []unit
+	for _, u := range units {
+		if u.kind == unitImport {
+			p.imports = append(p.imports, u)
+		} else {
+			rest = append(rest, u)
+		}
+	}
+	if len(rest) > 0 {
+		last := rest[len(rest)-1]
+		if last.kind == unitStmt && !last.explicitSemi && isExprStmt(code[last.start:last.end]) {
+			p.result = &last
+			rest = rest[:len(rest)-1]
+		}
+	}
+	for _, u := range rest {
+		if k := len(p.chunks); k > 0 && p.chunks[k-1].kind == u.kind {
+			p.chunks[k-1].units = append(p.chunks[k-1].units, u)
+		} else {
+			p.chunks = append(p.chunks, chunk{kind: u.kind, units: []unit{u}})
+		}
+	}
+	return p, nil
+}
+
+// cellPos decodes a line of the shared file into (cell, line in cell).
+func cellPos(line int) (cell, l int) { return line / lineBase, line % lineBase }
