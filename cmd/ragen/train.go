@@ -41,7 +41,6 @@ func runTrain(args []string) error {
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "experiment seed")
 	fs.IntVar(&c.EnvGroups, "groups", c.EnvGroups, "environment groups per step (one initial state each)")
 	fs.IntVar(&c.GroupSize, "group-size", c.GroupSize, "trajectories per group")
-	fs.IntVar(&c.MaxTurns, "turns", c.MaxTurns, "max turns per episode (0: the environment's default)")
 	fs.IntVar(&c.ValEpisodes, "val", c.ValEpisodes, "validation episodes on held-out seeds (0: none)")
 	fs.IntVar(&c.ValEvery, "val-every", c.ValEvery, "validate every N steps")
 	fs.Float64Var(&c.ActorLR, "lr", c.ActorLR, "actor learning rate")

@@ -92,6 +92,9 @@ type Config struct {
 	FilterRatio       float64 `json:"filter_ratio"`         // fraction of groups kept, in (0, 1]; 1 = no filter (0.25; RAGEN rollout_filter_ratio)
 	FilterMetric      string  `json:"filter_metric"`        // std | std_rev | max_mean | range (std; RAGEN rollout_filter_type)
 	FilterDropZeroStd bool    `json:"filter_drop_zero_std"` // DAPO: drop groups whose rewards are all equal before ranking (false)
+	// FilterAbove, when set, drops the groups scoring at or below it before
+	// ranking (a threshold filter; with FilterRatio 1 it alone decides) (nil).
+	FilterAbove *float64 `json:"filter_above,omitempty"`
 }
 
 // Default returns the StarPO-S configuration (RAGEN v1 base.yaml).
@@ -220,6 +223,12 @@ func (c *Config) Validate() error {
 		func() error {
 			if !(c.FilterRatio > 0 && c.FilterRatio <= 1) {
 				return fmt.Errorf("filter_ratio: must be in (0, 1] (got %v)", c.FilterRatio)
+			}
+			return nil
+		},
+		func() error {
+			if c.FilterAbove != nil && math.IsNaN(*c.FilterAbove) {
+				return fmt.Errorf("filter_above: must be a number (got NaN)")
 			}
 			return nil
 		},

@@ -37,14 +37,15 @@ type FilterResult struct {
 //
 //  1. If cfg.FilterDropZeroStd, drop every group whose returns are all equal
 //     (DAPO dynamic sampling: such a group has zero advantage under GRPO).
-//  2. If cfg.FilterRatio < 1, score the remaining n groups (score, or else
+//  2. If cfg.FilterAbove is set, drop every group scoring at or below it.
+//  3. If cfg.FilterRatio < 1, score the remaining n groups (score, or else
 //     cfg.FilterMetric: std, std_rev = −std, max_mean = max − mean,
 //     range = max − min) and keep the top k = int(ratio · n) — Python's
 //     int() truncation, as RAGEN — but at least one group. Ties go to the
 //     group that appears first in the batch (torch.topk's order is
 //     unspecified; ours is stable and deterministic).
 //
-// A ratio of 1 keeps every group (after step 1). When step 1 drops every
+// A ratio of 1 keeps every group (after steps 1 and 2). When they drop every
 // group the result is empty (Stats.Kept = 0): the trainer must resample or
 // skip the step; nothing is kept silently.
 func FilterGroups(cfg *Config, returns []float64, group []int, score ScoreFunc) (FilterResult, error) {
@@ -79,9 +80,6 @@ func FilterGroups(cfg *Config, returns []float64, group []int, score ScoreFunc) 
 		if zero {
 			res.Stats.ZeroStd++
 		}
-		if !(zero && cfg.FilterDropZeroStd) {
-			cand = append(cand, g)
-		}
 		switch {
 		case score != nil:
 			s.score = score(xs)
@@ -98,6 +96,9 @@ func FilterGroups(cfg *Config, returns []float64, group []int, score ScoreFunc) 
 		}
 		if math.IsNaN(s.score) {
 			return FilterResult{}, fmt.Errorf("group %d: score is NaN", group[mem[0]])
+		}
+		if !(zero && cfg.FilterDropZeroStd) && (cfg.FilterAbove == nil || s.score > *cfg.FilterAbove) {
+			cand = append(cand, g)
 		}
 	}
 	if G > 0 {

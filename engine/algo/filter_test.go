@@ -143,3 +143,39 @@ func TestFilterRoundsLikeRAGEN(t *testing.T) {
 		t.Errorf("kept %v", res.Groups)
 	}
 }
+
+// A threshold keeps the groups scoring strictly above it, before the ratio:
+// by std, above 0.5 keeps 10, 30, 40 (std √0.5, √2, √0.5); with ratio 0.5
+// of those three int(1.5) = 1 is kept, the highest: 30.
+func TestFilterAbove(t *testing.T) {
+	cfg := StarPOS()
+	cfg.FilterRatio, cfg.FilterMetric = 1, FilterStd
+	above := 0.5
+	cfg.FilterAbove = &above
+	res, err := FilterGroups(&cfg, filterReturns, filterGroups, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.Groups, []int{10, 30, 40}) {
+		t.Errorf("above 0.5: kept %v, want [10 30 40]", res.Groups)
+	}
+	cfg.FilterRatio = 0.5
+	if res, err = FilterGroups(&cfg, filterReturns, filterGroups, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.Groups, []int{30}) {
+		t.Errorf("above 0.5, ratio 0.5: kept %v, want [30]", res.Groups)
+	}
+	above = 5 // nothing passes: an empty result, not a forced keep
+	if res, err = FilterGroups(&cfg, filterReturns, filterGroups, nil); err != nil {
+		t.Fatal(err)
+	}
+	if res.Stats.Kept != 0 {
+		t.Errorf("above 5: kept %v, want none", res.Groups)
+	}
+	nan := math.NaN()
+	cfg.FilterAbove = &nan
+	if err := cfg.Validate(); err == nil || err.Error() != "filter_above: must be a number (got NaN)" {
+		t.Errorf("NaN threshold: err = %v", err)
+	}
+}

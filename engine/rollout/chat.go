@@ -50,15 +50,24 @@ func NewChat(tok *tokenizer.Tokenizer, think bool) (*Chat, error) {
 
 // FirstText is the conversation up to the first response.
 func FirstText(d envs.Description, state string, actionsLeft int, think bool) string {
-	return "<|im_start|>system\n" + envs.SystemMessage + "<|im_end|>\n" +
-		"<|im_start|>user\n" + envs.UserMessage(d, 1, 0, state, actionsLeft, envs.PromptConfig{Think: think}) + "<|im_end|>\n" +
-		"<|im_start|>assistant\n" + envs.ResponsePrefix(think)
+	return firstContext(envs.UserMessage(d, 1, 0, state, actionsLeft, envs.PromptConfig{Think: think}), think)
 }
 
 // NextText is the context between response turn−1 and response turn.
 func NextText(d envs.Description, prevReward float64, turn int, state string, actionsLeft int, think bool) string {
-	return "<|im_end|>\n<|im_start|>user\n" +
-		envs.UserMessage(d, turn, prevReward, state, actionsLeft, envs.PromptConfig{Think: think}) + "<|im_end|>\n" +
+	return nextContext(envs.UserMessage(d, turn, prevReward, state, actionsLeft, envs.PromptConfig{Think: think}), think)
+}
+
+// The template, in one place: the context before the first response, and
+// the context between two responses, around the user message.
+func firstContext(user string, think bool) string {
+	return "<|im_start|>system\n" + envs.SystemMessage + "<|im_end|>\n" +
+		"<|im_start|>user\n" + user + "<|im_end|>\n" +
+		"<|im_start|>assistant\n" + envs.ResponsePrefix(think)
+}
+
+func nextContext(user string, think bool) string {
+	return "<|im_end|>\n<|im_start|>user\n" + user + "<|im_end|>\n" +
 		"<|im_start|>assistant\n" + envs.ResponsePrefix(think)
 }
 

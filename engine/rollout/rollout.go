@@ -13,9 +13,6 @@ import (
 
 // Config sets how episodes are played.
 type Config struct {
-	// MaxTurns bounds the agent turns of an episode; 0 uses the
-	// environment's own limit (Description.MaxTurns; RAGEN max_turn 5).
-	MaxTurns int
 	// MaxTokensPerTurn ends a response that has not closed </answer> after
 	// this many sampled tokens (RAGEN response_length; default 64 here,
 	// since tiny models write short answers).
@@ -69,9 +66,6 @@ func Play(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, tasks [
 		ep, err := envs.Start(t.Env, t.EnvSeed, cfg.Turn)
 		if err != nil {
 			return nil, fmt.Errorf("rollout: task %d: reset with seed %d: %w", i, t.EnvSeed, err)
-		}
-		if cfg.MaxTurns > 0 {
-			ep.Desc.MaxTurns = cfg.MaxTurns
 		}
 		tr := &Trajectory{Group: t.Group, EnvSeed: t.EnvSeed, episode: ep}
 		first := chat.First(ep.Desc, ep.Observation, ep.ActionsLeft)

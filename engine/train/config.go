@@ -16,7 +16,9 @@ import (
 type Config struct {
 	// Env names a registered environment ("bandit", "sokoban", ...).
 	Env string `json:"env"`
-	// EnvOptions are the environment's options ({"dim": 6, "boxes": 1}).
+	// EnvOptions are the environment's options ({"dim": 6, "boxes": 1}),
+	// the turn and action budgets included (max_turns,
+	// max_actions_per_turn, max_actions_per_episode).
 	EnvOptions map[string]any `json:"env_options,omitempty"`
 	// NewEnv, when set, builds the environment instead of Env/EnvOptions
 	// (a custom environment defined in a notebook cell). Its name for the
@@ -46,8 +48,6 @@ type Config struct {
 	// initial state (8 × 8; RAGEN 8 × 16).
 	EnvGroups int `json:"env_groups"`
 	GroupSize int `json:"group_size"`
-	// MaxTurns per episode; 0 = the environment's default (0).
-	MaxTurns int `json:"max_turns"`
 	// MaxTokensPerTurn ends a response not closed by </answer> (128).
 	MaxTokensPerTurn int `json:"max_tokens_per_turn"`
 	// Temperature, TopK, TopP of training rollouts (1, 0 = off, 1 = off).
@@ -97,9 +97,11 @@ type Config struct {
 	CheckpointEvery int `json:"checkpoint_every"`
 
 	// Reward, when set, replaces the trajectory reward (the sum of turn
-	// rewards and penalties) by a user function of the trajectory. The DSL
-	// plugs reward expressions in here.
-	Reward func(t *rollout.Trajectory) (float64, error) `json:"-"`
+	// rewards and penalties) by a user function of the trajectory and its
+	// group (the trajectories sharing its initial state, itself included).
+	// An error stops the run, naming the trajectory. The DSL plugs reward
+	// expressions in here.
+	Reward func(t *rollout.Trajectory, group []*rollout.Trajectory) (float64, error) `json:"-"`
 	// GroupScore, when set, replaces the filter metric: it scores a group
 	// from its members' rewards, and the top Algo.FilterRatio are kept.
 	GroupScore algo.ScoreFunc `json:"-"`
@@ -108,16 +110,16 @@ type Config struct {
 // WarmStart is the supervised fine-tuning on demonstrations that stands in
 // for the instruct model RAGEN starts from.
 type WarmStart struct {
-	// Steps of SFT; 0 skips the warm start (300).
+	// Steps of SFT; 0 skips the warm start (200).
 	Steps int `json:"steps"`
 	// Episodes of expert play to learn from (512).
 	Episodes int `json:"episodes"`
 	// Imperfect is the fraction of turns answered by an imperfect
 	// demonstration, leaving room for RL to improve (0.3).
 	Imperfect float64 `json:"imperfect"`
-	// LR of AdamW during SFT, with cosine decay (1e-3).
+	// LR of AdamW during SFT, with cosine decay (3e-3).
 	LR float64 `json:"lr"`
-	// BatchSize in episodes per SFT step (16).
+	// BatchSize in episodes per SFT step (8).
 	BatchSize int `json:"batch_size"`
 	// CacheDir keeps warm starts by a hash of their config, so re-running
 	// a notebook does not redo them; empty = the user cache directory.
@@ -151,7 +153,7 @@ func Default() Config {
 		PPOEpochs:        1,
 		MiniBatches:      1,
 		ReuseRollouts:    1,
-		WarmStart:        WarmStart{Steps: 300, Episodes: 512, Imperfect: 0.3, LR: 1e-3, BatchSize: 16},
+		WarmStart:        WarmStart{Steps: 200, Episodes: 512, Imperfect: 0.3, LR: 3e-3, BatchSize: 8},
 		Monitor:          DefaultMonitor(),
 	}
 }
@@ -204,7 +206,7 @@ func (c *Config) Validate() error {
 		name string
 		v    int
 	}{
-		{"max_turns", c.MaxTurns}, {"val_episodes", c.ValEpisodes}, {"val_every", c.ValEvery},
+		{"val_episodes", c.ValEpisodes}, {"val_every", c.ValEvery},
 		{"checkpoint_every", c.CheckpointEvery}, {"warm_start.steps", c.WarmStart.Steps},
 		{"top_k", c.TopK},
 	}
@@ -276,7 +278,6 @@ func usesCritic(est string) bool { return est == algo.EstGAE || est == algo.EstB
 // rolloutConfig is the sampling setup of training rollouts.
 func (c *Config) rolloutConfig(temperature float32) rollout.Config {
 	return rollout.Config{
-		MaxTurns:         c.MaxTurns,
 		MaxTokensPerTurn: c.MaxTokensPerTurn,
 		Sample:           sampleOptions(temperature, c.TopK, c.TopP),
 		Turn:             envs.TurnConfig{Think: c.Think, FormatPenalty: c.FormatPenalty},

@@ -110,6 +110,9 @@ func (t *Trainer) Checkpoint() error {
 	dir := filepath.Join(t.cfg.RunDir, "checkpoints", fmt.Sprintf("step-%06d", t.step))
 	tmp := dir + ".tmp"
 	os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil { // checkpoint.SaveDir needs the parent
+		return fmt.Errorf("checkpoint: %w", err)
+	}
 	tj, err := t.Tok.MarshalJSON()
 	if err != nil {
 		return err

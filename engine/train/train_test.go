@@ -2,9 +2,16 @@ package train
 
 import (
 	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/ragen-go/ragen/engine/metrics"
+	"github.com/ragen-go/ragen/engine/rollout"
 	_ "github.com/ragen-go/ragen/envs/all"
 )
 
@@ -13,16 +20,15 @@ func tinyConfig(t *testing.T) Config {
 	c := Default()
 	c.Model = "tiny"
 	c.ContextLength = 512
-	c.VocabSize = 512
 	c.EnvGroups, c.GroupSize = 4, 4
 	c.Steps = 2
 	c.ValEpisodes, c.ValEvery = 8, 1
-	c.WarmStart = WarmStart{Steps: 20, Episodes: 32, Imperfect: 0.3, LR: 3e-3, BatchSize: 8, CacheDir: t.TempDir()}
+	c.WarmStart = WarmStart{Steps: 10, Episodes: 32, Imperfect: 0.3, LR: 3e-3, BatchSize: 4, CacheDir: t.TempDir()}
 	return c
 }
 
-func TestTrainBanditSmoke(t *testing.T) {
-	c := tinyConfig(t)
+func run(t *testing.T, c Config) *Trainer {
+	t.Helper()
 	tr, err := New(context.Background(), c, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -30,11 +36,141 @@ func TestTrainBanditSmoke(t *testing.T) {
 	if err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return tr
+}
+
+// deterministic drops the wall-clock metrics, which differ run to run.
+func deterministic(h metrics.History) []metrics.Step {
+	var out []metrics.Step
+	for _, s := range h.Steps {
+		v := map[string]float64{}
+		for k, x := range s.Values {
+			if !strings.HasPrefix(k, "timing_s/") && !strings.HasPrefix(k, "perf/") {
+				v[k] = x
+			}
+		}
+		out = append(out, metrics.Step{Step: s.Step, Values: v})
+	}
+	return out
+}
+
+func TestTrainReportsEveryMetric(t *testing.T) {
+	tr := run(t, tinyConfig(t))
 	last := tr.History.Steps[len(tr.History.Steps)-1]
-	for _, name := range []string{metrics.RewardMean, metrics.Entropy, metrics.GradNorm, metrics.ValSuccessRate, metrics.ValueLoss} {
-		if _, ok := last.Values[name]; !ok {
-			t.Errorf("step %d has no %s: %v", last.Step, name, last.Values)
+	for _, name := range []string{
+		metrics.RewardMean, metrics.RewardStd, metrics.InGroupStd, metrics.SuccessRate, metrics.ValSuccessRate,
+		metrics.FormatValidRate, metrics.TurnsMean, metrics.ResponseTokens, metrics.ThinkTokens, metrics.AnswerTokens,
+		metrics.Entropy, metrics.GradNorm, metrics.PolicyLoss, metrics.ClipFrac, metrics.ApproxKL,
+		metrics.ValueLoss, metrics.ExplainedVar, metrics.CriticGradNorm, metrics.FilterKeepRatio,
+		metrics.TimeRollout, metrics.TimeTrain, metrics.TokensPerSec,
+	} {
+		v, ok := last.Values[name]
+		if !ok {
+			t.Errorf("step %d has no %s", last.Step, name)
+		} else if math.IsNaN(v) {
+			t.Errorf("%s is NaN", name)
 		}
 	}
-	t.Logf("%+v", last.Values)
+	if got := last.Values[metrics.FilterKeepRatio]; got != 0.25 {
+		t.Errorf("StarPO-S keeps int(0.25 × 4) = 1 of 4 groups; keep ratio %v", got)
+	}
 }
+
+func TestTrainDeterministic(t *testing.T) {
+	c := tinyConfig(t)
+	a := run(t, c)
+	prev := runtime.GOMAXPROCS(1)
+	b := run(t, c)
+	runtime.GOMAXPROCS(prev)
+	if !reflect.DeepEqual(deterministic(a.History), deterministic(b.History)) {
+		t.Fatalf("same seed, different metrics (GOMAXPROCS %d vs 1):\n%v\n%v", prev, deterministic(a.History), deterministic(b.History))
+	}
+}
+
+func TestResumeMatchesUninterrupted(t *testing.T) {
+	c := tinyConfig(t)
+	c.Steps = 3
+	c.ValEpisodes = 0
+	c.Algo.FilterRatio = 1
+	whole := run(t, c)
+
+	c.RunDir = t.TempDir()
+	c.CheckpointEvery = 1
+	c.Steps = 1
+	run(t, c) // steps 1, checkpoint at 1
+	c.Steps = 3
+	tr, err := New(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Resume(filepath.Join(c.RunDir, "checkpoints", "step-000001")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(deterministic(whole.History), deterministic(tr.History)) {
+		t.Fatalf("resumed run differs:\n%v\n%v", deterministic(whole.History), deterministic(tr.History))
+	}
+}
+
+func TestNaNRewardStops(t *testing.T) {
+	c := tinyConfig(t)
+	c.Reward = func(*rollout.Trajectory, []*rollout.Trajectory) (float64, error) { return math.NaN(), nil }
+	tr, err := New(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tr.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "step 1") || !strings.Contains(err.Error(), "NaN") {
+		t.Fatalf("want an error naming step 1 and NaN, got %v", err)
+	}
+}
+
+func TestCancelKeepsHistory(t *testing.T) {
+	c := tinyConfig(t)
+	c.Steps = 5
+	ctx, cancel := context.WithCancel(context.Background())
+	tr, err := New(ctx, c, stepHook(func(s metrics.Step) {
+		if s.Step == 1 {
+			cancel()
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tr.Run(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	if tr.StepsDone() != 1 || len(tr.History.Steps) != 2 {
+		t.Fatalf("after cancelling at step 1: %d steps done, %d recorded", tr.StepsDone(), len(tr.History.Steps))
+	}
+}
+
+func TestConfigValidateNamesField(t *testing.T) {
+	for _, tc := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.GroupSize = 0 }, "group_size: must be > 0 (got 0)"},
+		{func(c *Config) { c.Env = "chess" }, `env: unknown environment "chess"`},
+		{func(c *Config) { c.Model = "huge" }, `model: must be one of tiny, small, base (got "huge")`},
+		{func(c *Config) { c.Algo.ClipLow = 2 }, "algo.clip_low: must be in (0, 1) (got 2)"},
+		{func(c *Config) { c.Algo.AdvEstimator = "grpo"; c.GroupSize = 1 }, "group_size: the grpo estimator normalises within groups"},
+		{func(c *Config) { c.Monitor.Action = "panic" }, `monitor.action: must be one of warn, stop, rewind (got "panic")`},
+	} {
+		c := Default()
+		tc.edit(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("want %q, got %v", tc.want, err)
+		}
+	}
+}
+
+type stepHook func(metrics.Step)
+
+func (stepHook) Phase(int, string)     {}
+func (h stepHook) Step(s metrics.Step) { h(s) }
+func (stepHook) Event(metrics.Event)   {}

@@ -241,12 +241,18 @@ func (t *Trainer) emit(e metrics.Event) {
 // set, else the sum of its turn rewards (format penalties included).
 func (t *Trainer) rewards(trajs []*rollout.Trajectory) ([]float64, error) {
 	r := make([]float64, len(trajs))
+	groups := map[int][]*rollout.Trajectory{}
+	if t.cfg.Reward != nil {
+		for _, tr := range trajs {
+			groups[tr.Group] = append(groups[tr.Group], tr)
+		}
+	}
 	for i, tr := range trajs {
 		if t.cfg.Reward == nil {
 			r[i] = tr.Reward()
 			continue
 		}
-		v, err := t.cfg.Reward(tr)
+		v, err := t.cfg.Reward(tr, groups[tr.Group])
 		if err != nil {
 			return nil, fmt.Errorf("reward of trajectory %d (group %d, seed %d): %w", i, tr.Group, tr.EnvSeed, err)
 		}
@@ -530,6 +536,6 @@ func sampleOptions(temp float32, topK int, topP float32) sample.Options {
 
 type nopObserver struct{}
 
-func (nopObserver) Phase(int, string)     {}
-func (nopObserver) Step(metrics.Step)     {}
-func (nopObserver) Event(metrics.Event)   {}
+func (nopObserver) Phase(int, string)   {}
+func (nopObserver) Step(metrics.Step)   {}
+func (nopObserver) Event(metrics.Event) {}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand"
 	"os"
 	"path/filepath"
 
@@ -61,18 +60,21 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	rc := cfg.rolloutConfig(1)
 	ws := cfg.WarmStart
 	episodes := max(ws.Episodes, 1)
 	if ws.Steps == 0 {
 		episodes = min(episodes, 64) // only the vocabulary is needed
 	}
-	seeds := make([]int64, episodes)
-	texts := make([]string, episodes)
-	for i := range seeds {
-		seeds[i] = envSeed(cfg.Seed, -2, i) // step −2: the demonstrations' own seed stream
-		rng := rand.New(rand.NewSource(seeds[i]))
-		if texts[i], err = rollout.DemonstrationText(env, seeds[i], rng, ws.Imperfect, rc); err != nil {
+	demos, err := envs.Demonstrations(env, envs.DemoConfig{
+		Episodes: episodes, Seed: envSeed(cfg.Seed, -2, 0), ImperfectRate: ws.Imperfect,
+		Turn: envs.TurnConfig{Think: cfg.Think, FormatPenalty: cfg.FormatPenalty}, Prompt: envs.PromptConfig{Think: cfg.Think},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("warm start: %w", err)
+	}
+	texts := make([]string, len(demos))
+	for i, d := range demos {
+		if texts[i], err = rollout.DemoText(d, cfg.Think); err != nil {
 			return nil, nil, fmt.Errorf("warm start: %w", err)
 		}
 	}
@@ -89,17 +91,16 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 		return nil, nil, err
 	}
 	if ws.Steps > 0 {
-		demos := make([]*rollout.Trajectory, episodes)
-		for i := range demos {
-			rng := rand.New(rand.NewSource(seeds[i]))
-			if demos[i], err = rollout.Demonstrate(env, tok, seeds[i], rng, ws.Imperfect, rc); err != nil {
+		trajs := make([]*rollout.Trajectory, len(demos))
+		for i, d := range demos {
+			if trajs[i], err = rollout.FromDemo(d, tok, cfg.Think, cfg.MaxTokensPerTurn); err != nil {
 				return nil, nil, fmt.Errorf("warm start: %w", err)
 			}
-			if n := len(demos[i].Tokens); n > mc.MaxPositions {
+			if n := len(trajs[i].Tokens); n > mc.MaxPositions {
 				return nil, nil, fmt.Errorf("warm start: a demonstration has %d tokens, more than context_length %d: raise context_length or lower max_turns", n, mc.MaxPositions)
 			}
 		}
-		if err := finetune(ctx, policy, demos, ws, cfg.Seed); err != nil {
+		if err := finetune(ctx, policy, trajs, ws, cfg.Seed); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -128,7 +129,7 @@ func finetune(ctx context.Context, m *model.Model, demos []*rollout.Trajectory, 
 	if err != nil {
 		return fmt.Errorf("warm start: %w", err)
 	}
-	rng := rand.New(rand.NewSource(seed))
+	rng := envs.NewRand(seed)
 	order := rng.Perm(len(demos))
 	next := 0
 	for step := 0; step < ws.Steps; step++ {
@@ -180,11 +181,10 @@ func warmStartKey(cfg *Config) (string, error) {
 		Model            model.Config
 		WarmStart        WarmStart
 		Seed             int64
-		MaxTurns         int
 		MaxTokensPerTurn int
 		Think            bool
 		FormatPenalty    float64
-	}{warmStartVersion, env, cfg.EnvOptions, mc, cfg.WarmStart, cfg.Seed, cfg.MaxTurns, cfg.MaxTokensPerTurn, cfg.Think, cfg.FormatPenalty})
+	}{warmStartVersion, env, cfg.EnvOptions, mc, cfg.WarmStart, cfg.Seed, cfg.MaxTokensPerTurn, cfg.Think, cfg.FormatPenalty})
 	if err != nil {
 		return "", fmt.Errorf("warm start: env_options: %w", err)
 	}

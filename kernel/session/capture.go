@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -24,6 +25,23 @@ import (
 
 var captureMu sync.Mutex
 
+// crashOnce sends the runtime's fatal-error report (an unrecovered panic in
+// a goroutine, a deadlock) to a copy of the original stderr too: while a
+// cell runs, fd 2 is a pipe whose reader dies with the process, and the
+// report would be lost.
+var crashOnce sync.Once
+
+func keepCrashOutput() {
+	crashOnce.Do(func() {
+		fd, err := dupFD(2)
+		if err != nil {
+			return
+		}
+		f := os.NewFile(uintptr(fd), "stderr")
+		debug.SetCrashOutput(f, debug.CrashOptions{})
+	})
+}
+
 // sentinel marks a sync point in a pipe. NUL bytes make it unlikely to
 // occur in real output; if it does, the reader merely syncs early.
 var sentinel = []byte("\x00\x1b[ragen-sync]\x00")
@@ -38,6 +56,7 @@ type fdCapture struct {
 }
 
 func newFDCapture(fd int, name string, sink func(string, []byte)) (*fdCapture, error) {
+	keepCrashOutput()
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("cannot capture %s: %w", name, err)

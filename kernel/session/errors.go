@@ -80,6 +80,10 @@ func (s *Session) posError(name string, id, l, col int, msg string) *Error {
 	s.mu.Lock()
 	cell := s.cells[id]
 	s.mu.Unlock()
+	// An error past the end (an unexpected EOF) points just after the last line.
+	if lines := strings.Split(strings.TrimRight(cell.Code, "\n"), "\n"); l > len(lines) {
+		l, col = len(lines), len(lines[len(lines)-1])+1
+	}
 	v := fmt.Sprintf("cell[%d]:%d:%d: %s", cell.Number, l, col, msg)
 	return &Error{Name: name, Value: v, Traceback: append([]string{name + ": " + v}, sourceLines(cell.Code, l, col)...)}
 }

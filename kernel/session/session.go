@@ -12,6 +12,7 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -250,7 +251,7 @@ func (s *Session) Execute(ctx context.Context, cell Cell, out Output) *Result {
 		}
 	}
 
-	err := s.run(hard, id, cell)
+	err := s.runSafe(hard, id, cell)
 
 	for _, c := range s.capture {
 		c.end()
@@ -263,13 +264,13 @@ func (s *Session) Execute(ctx context.Context, cell Cell, out Output) *Result {
 	s.out.mu.Unlock()
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if r.timer != nil {
 		r.timer.Stop()
 	}
 	s.running = nil
 	res := s.result
 	s.result = nil
+	s.mu.Unlock()
 	if r.interrupts > 0 {
 		e := &Error{Name: "Interrupted", Value: "the cell was interrupted",
 			Traceback: []string{"Interrupted: the cell was interrupted; its outputs are partial"}}
@@ -284,6 +285,19 @@ func (s *Session) Execute(ctx context.Context, cell Cell, out Output) *Result {
 		res.Err = s.toError(err)
 	}
 	return res
+}
+
+// runSafe is run with the kernel's own panics turned into an error, so a
+// bug of ours never leaves the fds captured or the kernel dead.
+func (s *Session) runSafe(ctx context.Context, id int, cell Cell) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &Error{Name: "InternalError", Value: fmt.Sprint(r),
+				Traceback: append([]string{"InternalError: the kernel failed running this cell (please report it): " + fmt.Sprint(r)},
+					strings.Split(string(debug.Stack()), "\n")...)}
+		}
+	}()
+	return s.run(ctx, id, cell)
 }
 
 // run plans and executes a cell: parse everything first (a syntax error
@@ -405,11 +419,23 @@ func (s *Session) pkgName(ipath string) string {
 
 // compileRun compiles an AST parsed with the interpreter's FileSet and runs it.
 func (s *Session) compileRun(ctx context.Context, n ast.Node) (reflect.Value, error) {
-	prog, err := s.in.CompileAST(n)
+	prog, err := s.compile(n)
 	if err != nil {
 		return reflect.Value{}, err
 	}
 	return s.in.ExecuteWithContext(ctx, prog)
+}
+
+// compile compiles an AST. yaegi's compiler sometimes panics on code it
+// does not support (e.g. panic(...) used as a value); that is a compile
+// error too.
+func (s *Session) compile(n ast.Node) (prog *interp.Program, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return s.in.CompileAST(n)
 }
 
 // The result of a cell is its last bare expression E. Which display form E
@@ -440,7 +466,7 @@ func (s *Session) runResult(ctx context.Context, id int, code string, u unit) er
 		if err != nil {
 			continue
 		}
-		prog, err := s.in.CompileAST(b)
+		prog, err := s.compile(b)
 		if err != nil {
 			continue
 		}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -103,7 +104,6 @@ fmt.Println(P{A: 1})`)
 	}
 }
 
-
 func TestRedefinition(t *testing.T) {
 	s := newSession(t)
 	mustOK(t, exec(t, s, 1, "func f() int { return 1 }\nfunc g() int { return f() * 10 }\nfunc h() int { return g() + 1 }"))
@@ -131,7 +131,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"y := 2\nz := x + undefinedName", "CompileError", "cell[2]:2:10: undefined: undefinedName",
 			[]string{"CompileError: cell[2]:2:10: undefined: undefinedName", "    2 | z := x + undefinedName", "      |          ^"}},
-		{"func broken() {\n\treturn 1\n}", "CompileError", "cell[3]:2:9: too many return values",
+		{"func broken() {\n\treturn 1\n}", "CompileError", "cell[3]:2:2: too many arguments to return",
 			nil},
 		{"a := [3]int{}\nfor {", "SyntaxError", "cell[4]:2:6: expected '}', found 'EOF'", nil},
 		{"s := \"unterminated", "SyntaxError", "cell[5]:1:6: string literal not terminated", nil},
@@ -254,13 +254,13 @@ Card{"ace"}`)
 		t.Errorf("result = %+v", r.res.Data)
 	}
 	for code, want := range map[string]map[string]any{
-		"Note{}":                        {"text/markdown": "# note", "text/plain": "# note"},
-		`display.SVG("<svg/>")`:         {"image/svg+xml": "<svg/>", "text/plain": "<SVG image>"},
-		`display.PNG([]byte{1, 2, 3})`:  {"image/png": "AQID", "text/plain": "<PNG image>"},
-		`"str"`:                         {"text/plain": `"str"`},
-		`fmt.Errorf("bad %d", 1)`:       {"text/plain": "bad 1"},
+		"Note{}":                         {"text/markdown": "# note", "text/plain": "# note"},
+		`display.SVG("<svg/>")`:          {"image/svg+xml": "<svg/>", "text/plain": "<SVG image>"},
+		`display.PNG([]byte{1, 2, 3})`:   {"image/png": "AQID", "text/plain": "<PNG image>"},
+		`"str"`:                          {"text/plain": `"str"`},
+		`fmt.Errorf("bad %d", 1)`:        {"text/plain": "bad 1"},
 		`import "fmt"; fmt.Println("x")`: nil,
-		`var z int;`:                    nil,
+		`var z int;`:                     nil,
 	} {
 		if strings.Contains(code, "fmt.Errorf") {
 			code = "import \"fmt\"\n" + code
@@ -275,6 +275,91 @@ Card{"ace"}`)
 			if r.res.Data[k] != v {
 				t.Errorf("%s: result[%s] = %v, want %v", code, k, r.res.Data[k], v)
 			}
+		}
+	}
+}
+
+func TestSplitter(t *testing.T) {
+	for _, tc := range []struct {
+		code    string
+		imports int
+		chunks  []unitKind
+		result  string
+	}{
+		{"", 0, nil, ""},
+		{"// only a comment\n", 0, nil, ""},
+		{"1 + 2", 0, nil, "1 + 2"},
+		{"x := 1\nx", 0, []unitKind{unitStmt}, "x"},
+		{"x := 1\nx;", 0, []unitKind{unitStmt}, ""},
+		{`import "fmt"` + "\nfmt.Println(1)", 1, nil, "fmt.Println(1)"},
+		{"func f() {}\nfunc (t T) M() {}\ntype T int\nconst c = 1\nf()", 0, []unitKind{unitDecl}, "f()"},
+		{"func() { println(1) }()", 0, nil, "func() { println(1) }()"},
+		{"func (x int) int { return x }(3)", 0, nil, "func (x int) int { return x }(3)"},
+		{"var a = 1\nfunc g() int { return a }\nimport (\n\t\"os\"\n\t\"fmt\"\n)\nfor i := 0; i < 2; i++ {\n}\nif x := 1; x > 0 { a = x }\ng()",
+			1, []unitKind{unitStmt, unitDecl, unitStmt}, "g()"},
+		{"x := 1; y := 2; x + y", 0, []unitKind{unitStmt}, "x + y"},
+		{"switch x := 3; x {\ncase 1:\n}\nvar v struct{ a, b int }", 0, []unitKind{unitStmt}, ""},
+	} {
+		p, err := makePlan(tc.code)
+		if err != nil {
+			t.Errorf("%q: %v", tc.code, err)
+			continue
+		}
+		var kinds []unitKind
+		for _, c := range p.chunks {
+			kinds = append(kinds, c.kind)
+		}
+		result := ""
+		if p.result != nil {
+			result = tc.code[p.result.start:p.result.end]
+		}
+		if len(p.imports) != tc.imports || fmt.Sprint(kinds) != fmt.Sprint(tc.chunks) || result != tc.result {
+			t.Errorf("%q: imports %d chunks %v result %q; want %d %v %q", tc.code, len(p.imports), kinds, result, tc.imports, tc.chunks, tc.result)
+		}
+	}
+}
+
+func TestIsComplete(t *testing.T) {
+	for code, want := range map[string]string{
+		"x := 1":                 "complete",
+		"func f() {":             "incomplete",
+		"s := `raw":             "incomplete",
+		"x := 1 +":               "incomplete",
+		"x := )":                 "invalid",
+		"import \"fmt\"\nfmt.Pr": "complete",
+	} {
+		if got, _ := IsComplete(code); got != want {
+			t.Errorf("IsComplete(%q) = %s, want %s", code, got, want)
+		}
+	}
+}
+
+func TestCompleteInspect(t *testing.T) {
+	s := newSession(t)
+	mustOK(t, exec(t, s, 1, "import \"strings\"\ntype Point struct{ X, Y int }\nfunc (p Point) Norm() int { return p.X*p.X + p.Y*p.Y }\nvar origin = Point{}\ncounter := 3"))
+	for _, tc := range []struct {
+		code string
+		want []string
+	}{
+		{"strings.Rep", []string{"Repeat", "Replace", "ReplaceAll", "Replacer"}},
+		{"fmt.Sprin", []string{"Sprint", "Sprintf", "Sprintln"}}, // not imported yet: still completes
+		{"cou", []string{"counter"}},
+		{"x := ori", []string{"origin"}},
+		{"Poi", []string{"Point"}},
+	} {
+		got, start, end := s.Complete(tc.code, len(tc.code))
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) || end != len(tc.code) || start != identBefore(tc.code, end) {
+			t.Errorf("Complete(%q) = %v [%d,%d), want %v", tc.code, got, start, end, tc.want)
+		}
+	}
+	for code, want := range map[string]string{
+		"strings.Repeat": "func strings.Repeat(string, int) string",
+		"Point":          "type Point struct{ X, Y int }\n\n(declared in cell[1])",
+		"counter":        "var counter int = 3",
+	} {
+		got, ok := s.Inspect(code, len(code))
+		if !ok || got != want {
+			t.Errorf("Inspect(%q) = %q, %v; want %q", code, got, ok, want)
 		}
 	}
 }

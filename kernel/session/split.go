@@ -59,13 +59,14 @@ func splitUnits(code string) ([]unit, error) {
 	start := -1
 	var kindToks []token.Token // first tokens of the current unit, for classification
 	lastEnd := 0
+	header := false // in the header of a for, if or switch: its ';' do not end the unit
 	for {
 		pos, tok, lit := s.Scan()
 		if tok == token.EOF {
 			break
 		}
 		off := file.Offset(pos)
-		if tok == token.SEMICOLON && depth == 0 {
+		if tok == token.SEMICOLON && depth == 0 && !header {
 			if start >= 0 {
 				units = append(units, unit{kind: classify(kindToks), start: start, end: lastEnd, explicitSemi: lit == ";"})
 			}
@@ -79,7 +80,14 @@ func splitUnits(code string) ([]unit, error) {
 			kindToks = append(kindToks, tok)
 		}
 		switch tok {
-		case token.LPAREN, token.LBRACK, token.LBRACE:
+		case token.FOR, token.IF, token.SWITCH:
+			header = header || depth == 0
+		case token.LBRACE:
+			if depth == 0 {
+				header = false
+			}
+			depth++
+		case token.LPAREN, token.LBRACK:
 			depth++
 		case token.RPAREN, token.RBRACK, token.RBRACE:
 			depth--

@@ -64,10 +64,12 @@ func softmaxPrefix(row []float32, valid int) {
 	for _, v := range x[1:] {
 		m = max(m, v)
 	}
+	for j := range x {
+		x[j] -= m
+	}
+	expInPlace(x)
 	var s float32
-	for j, v := range x {
-		e := exp32(v - m)
-		x[j] = e
+	for _, e := range x {
 		s += e
 	}
 	inv := 1 / s

@@ -10,8 +10,10 @@
 // gradients, embedding scatter-add) are split by columns, each column summed
 // over rows in row order, so results are bit-identical whatever GOMAXPROCS.
 //
-// The kernels are written plainly first; an optimised kernel keeps its plain
-// twin here as the test oracle.
+// The kernels are written plainly first. Their oracles are the float64
+// twins in kernels_test.go (plain loops, finite differences); an optimised
+// rewrite of a kernel keeps the plain version next to it and is tested
+// against both.
 package cpu
 
 // grain returns the rows per parallel chunk for rows of the given cost (in

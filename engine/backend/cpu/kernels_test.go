@@ -282,3 +282,26 @@ func TestReductionsIndependentOfGOMAXPROCS(t *testing.T) {
 		t.Error("results differ between GOMAXPROCS=1 and 2")
 	}
 }
+
+func TestSwiGLUBackwardFiniteDifference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	const n = 300 // more than one exp block
+	gate, up, dout := randn(rng, n, 3), randn(rng, n, 1), randn(rng, n, 1)
+	out := make([]float32, n)
+	SwiGLUForward(out, gate, up, n)
+	dgate, dup := make([]float32, n), make([]float32, n)
+	SwiGLUBackward(dgate, dup, dout, gate, up, n)
+	f := func(g, u float64) float64 { return g / (1 + math.Exp(-g)) * u }
+	for i := 0; i < n; i++ {
+		g, u := float64(gate[i]), float64(up[i])
+		if want := f(g, u); math.Abs(float64(out[i])-want) > 1e-5*math.Max(1, math.Abs(want)) {
+			t.Fatalf("out[%d] = %g, want %g", i, out[i], want)
+		}
+		const h = 1e-4
+		dg := float64(dout[i]) * (f(g+h, u) - f(g-h, u)) / (2 * h)
+		du := float64(dout[i]) * g / (1 + math.Exp(-g))
+		if math.Abs(float64(dgate[i])-dg) > 1e-4*math.Max(1, math.Abs(dg)) || math.Abs(float64(dup[i])-du) > 1e-5*math.Max(1, math.Abs(du)) {
+			t.Fatalf("element %d: dgate %g dup %g, want %g %g", i, dgate[i], dup[i], dg, du)
+		}
+	}
+}

@@ -25,10 +25,17 @@ func LogSoftmaxForward(lse, logprob, entropy, logits []float32, targets []int, N
 			// s = Σ e_j, u = Σ e_j (z_j − m), with e_j = exp(z_j − m);
 			// then H = log s − u/s.
 			var s, u float32
-			for _, v := range z {
-				e := exp32(v - m)
-				s += e
-				u += e * (v - m)
+			var e [expBlock]float32
+			for b := 0; b < V; b += expBlock {
+				c := min(expBlock, V-b)
+				for j := 0; j < c; j++ {
+					e[j] = z[b+j] - m
+				}
+				expInPlace(e[:c])
+				for j := 0; j < c; j++ {
+					s += e[j]
+					u += e[j] * (z[b+j] - m)
+				}
 			}
 			ls := float32(math.Log(float64(s)))
 			lse[n] = m + ls
@@ -61,10 +68,18 @@ func LogSoftmaxBackward(dlogits, logits, lse, entropy []float32, targets []int, 
 				continue
 			}
 			l, h := lse[n], entropy[n]
-			for j, v := range z {
-				lp := v - l
-				p := exp32(lp)
-				dz[j] = -a*p - b*p*(lp+h)
+			var p [expBlock]float32
+			for k := 0; k < V; k += expBlock {
+				c := min(expBlock, V-k)
+				for j := 0; j < c; j++ {
+					p[j] = z[k+j] - l
+				}
+				expInPlace(p[:c])
+				// z[k+j] is read before dz[k+j] is written: dz may alias z.
+				for j := 0; j < c; j++ {
+					lp := z[k+j] - l
+					dz[k+j] = -a*p[j] - b*p[j]*(lp+h)
+				}
 			}
 			if a != 0 {
 				dz[targets[n]] += a

@@ -7,9 +7,16 @@ import "github.com/ragen-go/ragen/engine/backend/cpu/parallel"
 //	out = silu(gate) · up,   silu(g) = g · σ(g)
 func SwiGLUForward(out, gate, up []float32, n int) {
 	parallel.For(n, 1<<14, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			g := gate[i]
-			out[i] = g * sigmoid(g) * up[i]
+		var e [expBlock]float32 // e^−g
+		for b := lo; b < hi; b += expBlock {
+			m := min(expBlock, hi-b)
+			for j := 0; j < m; j++ {
+				e[j] = -gate[b+j]
+			}
+			expInPlace(e[:m])
+			for j := 0; j < m; j++ {
+				out[b+j] = gate[b+j] / (1 + e[j]) * up[b+j]
+			}
 		}
 	})
 }
@@ -20,13 +27,19 @@ func SwiGLUForward(out, gate, up []float32, n int) {
 //	dgate += dout · up · σ(g) · (1 + g · (1 − σ(g)))
 func SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 	parallel.For(n, 1<<14, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			g := gate[i]
-			s := sigmoid(g)
-			dup[i] += dout[i] * g * s
-			dgate[i] += dout[i] * up[i] * s * (1 + g*(1-s))
+		var e [expBlock]float32 // e^−g
+		for b := lo; b < hi; b += expBlock {
+			m := min(expBlock, hi-b)
+			for j := 0; j < m; j++ {
+				e[j] = -gate[b+j]
+			}
+			expInPlace(e[:m])
+			for j := 0; j < m; j++ {
+				i := b + j
+				g, s := gate[i], 1/(1+e[j])
+				dup[i] += dout[i] * g * s
+				dgate[i] += dout[i] * up[i] * s * (1 + g*(1-s))
+			}
 		}
 	})
 }
-
-func sigmoid(x float32) float32 { return 1 / (1 + exp32(-x)) }

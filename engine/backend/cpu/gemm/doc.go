@@ -18,6 +18,12 @@
 // the edges are padded with zeros; a tile that sticks out of C is computed
 // into a scratch tile and its inside part merged back.
 //
+// When A is not transposed (A·B and A·Bᵀ, the forward pass and dX) the
+// assembly path does not pack A at all: a second kernel (kernelAVX2Rows)
+// broadcasts straight from the 6 stored rows. Packing A costs about one
+// copy per element of A, which is as much as the arithmetic when n is small
+// (n = 32 for attention's A·V: packing took 54% of the time there).
+//
 // The micro-kernel computes one 6×16 tile of C with the 12 sums held in
 // 12 YMM registers for the whole k block: per k step it loads 16 values of
 // B (two registers), broadcasts 6 values of A and issues 12 FMAs. Zen 3 has
@@ -45,9 +51,9 @@
 // Sgemm splits C into a grid of chunks chosen from the shape alone
 // (partition): about one chunk per parChunkFlops of work, at most
 // parMaxChunks, near-square, with row and column steps that are multiples of
-// the tile. The chunks run on the persistent pool of package parallel; each
-// packs its own panels (the packing it repeats is small next to its
-// arithmetic when chunks are ≥ ~100 on a side). Every element of C is summed
+// the tile. The chunks run on the persistent pool of package parallel. When
+// there are several row chunks, all of op(B) is packed once before the loop
+// and shared (read-only); otherwise each chunk packs its own columns of B. Every element of C is summed
 // over the same k blocks in the same order, by the same kernel, whichever
 // chunk or goroutine computes it, so Sgemm, SgemmSerial and any GOMAXPROCS
 // give bit-identical results. Products under parMinFlops run serially:

@@ -31,6 +31,14 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	rowStep, colStep := partition(m, n, k)
 	rows := (m + rowStep - 1) / rowStep
 	cols := (n + colStep - 1) / colStep
+	if rows > 1 {
+		// Several row chunks need the same B panels: pack all of op(B)
+		// once (k·n copies, small next to 2·m·n·k flops) instead of once
+		// per chunk.
+		shared := getWorkspace()
+		defer putWorkspace(shared)
+		g.prepackB(shared)
+	}
 	parallel.For(rows*cols, 1, func(chunk, _, _ int) {
 		i0, j0 := (chunk/cols)*rowStep, (chunk%cols)*colStep
 		ws := getWorkspace()
@@ -75,6 +83,33 @@ type problem struct {
 	alpha, beta    float32
 	a, b, c        []float32
 	lda, ldb, ldc  int
+
+	// bPacked, when set, is all of op(B) packed (prepackB): the k block at
+	// pc starts at pc·roundUp(n, nr), column panels in order within it.
+	bPacked []float32
+}
+
+// prepackB packs all of op(B) into ws.b and points g.bPacked at it.
+func (g *problem) prepackB(ws *workspace) {
+	npad := roundUp(g.n, nr)
+	ws.b = grow(ws.b, npad*g.k)
+	kb := kBlock(g.k)
+	for pc := 0; pc < g.k; pc += kb {
+		kc := min(kb, g.k-pc)
+		packB(ws.b[pc*npad:], g, pc, kc, 0, g.n)
+	}
+	g.bPacked = ws.b
+}
+
+// panelsB returns the packed kc×nc block of op(B) at (pc, j0): a slice of
+// bPacked when it is set, else packed now into ws.
+func (g *problem) panelsB(ws *workspace, pc, kc, j0, nc int) []float32 {
+	if g.bPacked == nil {
+		return ws.packB(g, pc, kc, j0, nc)
+	}
+	// j0 is a multiple of nr, so its panel starts at (j0/nr)·nr·kc.
+	off := pc*roundUp(g.n, nr) + j0*kc
+	return g.bPacked[off : off+roundUp(nc, nr)*kc]
 }
 
 func newProblem(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) *problem {
@@ -95,7 +130,8 @@ func newProblem(transA, transB bool, m, n, k int, alpha float32, a []float32, ld
 	checkMatrix("a", a, ar, ac, lda)
 	checkMatrix("b", b, br, bc, ldb)
 	checkMatrix("c", c, m, n, ldc)
-	return &problem{transA, transB, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc}
+	return &problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
+		a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc}
 }
 
 // checkMatrix panics unless x holds a rows×cols matrix with leading
@@ -181,7 +217,13 @@ func kBlock(k int) int {
 // the same k blocks in the same order whatever tile it falls in, and tile
 // boundaries are multiples of mr and nr, so results do not depend on how C
 // was split between goroutines.
+//
+// When A is not transposed and the assembly kernel is in use, full row
+// panels of A are read where they are stored (kernelRows) and only a last,
+// partial panel is packed: packing A would cost about as much as the
+// arithmetic when n is small (attention's A·V, n = head size).
 func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
+	rows := useAsm && !g.transA
 	kb := kBlock(g.k)
 	for jc := 0; jc < n; jc += ncMax {
 		nc := min(ncMax, n-jc)
@@ -191,33 +233,51 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 			if pc > 0 {
 				beta = 1 // later k blocks accumulate onto the first
 			}
-			bp := ws.packB(g, pc, kc, j0+jc, nc)
+			bp := g.panelsB(ws, pc, kc, j0+jc, nc)
 			for ic := 0; ic < m; ic += mcMax {
 				mc := min(mcMax, m-ic)
-				ap := ws.packA(g, i0+ic, mc, pc, kc)
-				g.macro(ws, ap, bp, i0+ic, mc, j0+jc, nc, kc, beta)
+				var ap []float32
+				switch full := mc / mr * mr; {
+				case !rows:
+					ap = ws.packA(g, i0+ic, mc, pc, kc)
+				case full < mc:
+					ap = ws.packA(g, i0+ic+full, mc-full, pc, kc)
+				}
+				g.macro(ws, ap, bp, i0+ic, mc, j0+jc, nc, pc, kc, beta, rows)
 			}
 		}
 	}
 }
 
 // macro runs the micro-kernel over the mc×nc block of C at (i0, j0) from
-// packed panels. B micro-panels are the outer loop so each (kc×nr, 16 KiB)
-// stays in L1 while the A block streams from L2. Tiles that stick out of C
-// are computed into a scratch tile and the part inside is merged back.
-func (g *problem) macro(ws *workspace, ap, bp []float32, i0, mc, j0, nc, kc int, beta float32) {
+// the packed panels (k block at pc of length kc). B micro-panels are the
+// outer loop so each (kc×nr, 16 KiB) stays in L1 while the A block streams
+// from L2. Tiles that stick out of C are computed into a scratch tile and
+// the part inside is merged back. With rows, full row panels of A are read
+// in place and ap holds only the partial last panel.
+func (g *problem) macro(ws *workspace, ap, bp []float32, i0, mc, j0, nc, pc, kc int, beta float32, rows bool) {
 	for jr := 0; jr < nc; jr += nr {
 		bpan := bp[jr*kc : jr*kc+nr*kc]
 		w := min(nr, nc-jr)
 		for ir := 0; ir < mc; ir += mr {
-			apan := ap[ir*kc : ir*kc+mr*kc]
 			h := min(mr, mc-ir)
 			off := (i0+ir)*g.ldc + j0 + jr
+			// run computes the tile into c (ldc, beta).
+			run := func(c []float32, ldc int, beta float32) {
+				switch {
+				case rows && h == mr:
+					kernelRows(kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan, c, ldc, g.alpha, beta)
+				case rows:
+					kernel(kc, ap[:mr*kc], bpan, c, ldc, g.alpha, beta)
+				default:
+					kernel(kc, ap[ir*kc:ir*kc+mr*kc], bpan, c, ldc, g.alpha, beta)
+				}
+			}
 			if h == mr && w == nr {
-				kernel(kc, apan, bpan, g.c[off:], g.ldc, g.alpha, beta)
+				run(g.c[off:], g.ldc, beta)
 				continue
 			}
-			kernel(kc, apan, bpan, ws.edge[:], nr, g.alpha, 0)
+			run(ws.edge[:], nr, 0)
 			for i := 0; i < h; i++ {
 				dst := g.c[off+i*g.ldc : off+i*g.ldc+w]
 				src := ws.edge[i*nr : i*nr+w]

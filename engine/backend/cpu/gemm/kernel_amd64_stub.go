@@ -8,3 +8,8 @@ package gemm
 // over kc steps; C is read only when beta != 0. ldc is in elements.
 // Requires AVX2 and FMA.
 func kernelAVX2(kc int, a *float32, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Rows is kernelAVX2 with A read in place: row i of the tile's A at a + i·lda
+// (lda in elements), k step p at offset p.
+// Requires AVX2 and FMA.
+func kernelAVX2Rows(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)

@@ -9,3 +9,8 @@ var useAsm = false
 func kernel(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 	kernelGo(kc, a, b, c, ldc, alpha, beta)
 }
+
+// kernelRows is only called when useAsm is set, which it never is here.
+func kernelRows(kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32) {
+	panic("gemm: kernelRows without an assembly kernel")
+}

@@ -26,7 +26,17 @@ func (w *workspace) packA(g *problem, i0, mc, p0, kc int) []float32 {
 		}
 		row0 := i0 + q*mr
 		if g.transA {
-			// op(A)[i][p] = a[p·lda + i]: mr consecutive values per p.
+			// op(A)[i][p] = a[p·lda + i]: mr consecutive values per p,
+			// moved by hand (a copy call per 24 bytes costs more).
+			if h == mr {
+				for p := 0; p < kc; p++ {
+					d := pan[p*mr : p*mr+mr : p*mr+mr]
+					o := (p0+p)*lda + row0
+					s := a[o : o+mr : o+mr]
+					d[0], d[1], d[2], d[3], d[4], d[5] = s[0], s[1], s[2], s[3], s[4], s[5]
+				}
+				continue
+			}
 			for p := 0; p < kc; p++ {
 				src := a[(p0+p)*lda+row0 : (p0+p)*lda+row0+h]
 				copy(pan[p*mr:p*mr+h], src)
@@ -48,7 +58,12 @@ func (w *workspace) packA(g *problem, i0, mc, p0, kc int) []float32 {
 // packB packs the kc×nc block of op(B) at (p0, j0) into the workspace.
 func (w *workspace) packB(g *problem, p0, kc, j0, nc int) []float32 {
 	w.b = grow(w.b, roundUp(nc, nr)*kc)
-	dst := w.b
+	packB(w.b, g, p0, kc, j0, nc)
+	return w.b
+}
+
+// packB packs the kc×nc block of op(B) at (p0, j0) into dst.
+func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
 	b, ldb := g.b, g.ldb
 	for q := 0; q*nr < nc; q++ {
 		pan := dst[q*nr*kc : (q+1)*nr*kc]
@@ -59,6 +74,12 @@ func (w *workspace) packB(g *problem, p0, kc, j0, nc int) []float32 {
 		col0 := j0 + q*nr
 		if !g.transB {
 			// op(B)[p][j] = b[p·ldb + j]: nr consecutive values per p.
+			if wd == nr {
+				for p := 0; p < kc; p++ {
+					*(*[nr]float32)(pan[p*nr:]) = *(*[nr]float32)(b[(p0+p)*ldb+col0:])
+				}
+				continue
+			}
 			for p := 0; p < kc; p++ {
 				src := b[(p0+p)*ldb+col0 : (p0+p)*ldb+col0+wd]
 				copy(pan[p*nr:p*nr+wd], src)
@@ -74,5 +95,4 @@ func (w *workspace) packB(g *problem, p0, kc, j0, nc int) []float32 {
 			}
 		}
 	}
-	return dst
 }

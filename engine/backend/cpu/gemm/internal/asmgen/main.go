@@ -1,13 +1,17 @@
-// Command asmgen writes the AVX2+FMA micro-kernel of package gemm
-// (kernel_amd64.s and its Go declaration kernel_amd64_stub.go) with avo.
+// Command asmgen writes the AVX2+FMA micro-kernels of package gemm
+// (kernel_amd64.s and its Go declarations kernel_amd64_stub.go) with avo.
 // Run it through `go generate` in engine/backend/cpu/gemm.
 //
-// The kernel computes one MR×NR = 6×16 tile of C from a packed A panel
-// (kc steps of 6 floats: column p of the 6 rows) and a packed B panel
-// (kc steps of 16 floats: row p of the 16 columns):
+// A kernel computes one MR×NR = 6×16 tile of C from kc steps of A and of a
+// packed B panel (kc steps of 16 floats: row p of the 16 columns):
 //
-//	acc[i][j] = Σ_p a[6p+i]·b[16p+j]          (p = 0 … kc-1, in order)
-//	C[i][j]   = alpha·acc[i][j] + beta·C[i][j] (C not read when beta == 0)
+//	acc[i][j] = Σ_p A[i][p]·b[16p+j]           (p = 0 … kc-1, in order)
+//	C[i][j]   = alpha·acc[i][j] + beta·C[i][j]  (C not read when beta == 0)
+//
+// kernelAVX2 reads A from a packed panel (kc steps of 6 floats: column p of
+// the 6 rows); kernelAVX2Rows reads the 6 rows of A where they are stored
+// (row i at a + i·lda), which saves packing A when it is not transposed.
+// Both do the same FMAs in the same order, so they give identical bits.
 //
 // Register plan (16 YMM on AVX2): Y0–Y11 hold the 6×16 accumulators (two
 // 8-lane registers per row), Y12–Y13 the current B row, Y14–Y15 the
@@ -37,8 +41,45 @@ func main() {
 		"over kc steps; C is read only when beta != 0. ldc is in elements.",
 		"Requires AVX2 and FMA.",
 	)
-	kc := Load(Param("kc"), RCX)
 	pa := Load(Param("a"), RSI)
+	kernelBody(func(s, i int) Mem {
+		return Mem{Base: pa, Disp: 4 * (mr*s + i)}
+	}, func(steps int) {
+		ADDQ(U32(4*mr*steps), pa)
+	})
+
+	TEXT("kernelAVX2Rows", NOSPLIT, "func(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)")
+	Doc(
+		"kernelAVX2Rows is kernelAVX2 with A read in place: row i of the tile's A at a + i·lda",
+		"(lda in elements), k step p at offset p.",
+		"Requires AVX2 and FMA.",
+	)
+	row0 := Load(Param("a"), RSI)
+	lda := Load(Param("lda"), R10)
+	SHLQ(U8(2), lda) // bytes per row of A
+	row3 := R9
+	LEAQ(Mem{Base: row0, Index: lda, Scale: 2}, row3)
+	ADDQ(lda, row3) // row3 = row0 + 3·lda
+	kernelBody(func(s, i int) Mem {
+		base := []Register{row0, row3}[i/3]
+		m := Mem{Base: base, Disp: 4 * s}
+		if i%3 > 0 {
+			m.Index, m.Scale = lda, uint8(i%3)
+		}
+		return m
+	}, func(steps int) {
+		ADDQ(U32(4*steps), row0)
+		ADDQ(U32(4*steps), row3)
+	})
+
+	Generate()
+}
+
+// kernelBody emits the loop and the store of a kernel. aAt(s, i) is the
+// address of A's row i at k step s from the current position; advance(n)
+// moves the A position n steps on.
+func kernelBody(aAt func(s, i int) Mem, advance func(steps int)) {
+	kc := Load(Param("kc"), RCX)
 	pb := Load(Param("b"), RDI)
 
 	acc := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11}
@@ -46,13 +87,14 @@ func main() {
 		VXORPS(r, r, r)
 	}
 
-	// step emits one k step at offset s (in k steps) from the panel pointers.
+	// step emits one k step at offset s (in k steps) from the current
+	// positions.
 	step := func(s int) {
 		VMOVUPS(Mem{Base: pb, Disp: 4 * nr * s}, Y12)
 		VMOVUPS(Mem{Base: pb, Disp: 4*nr*s + 32}, Y13)
 		for i := 0; i < mr; i++ {
 			bc := []VecPhysical{Y14, Y15}[i%2]
-			VBROADCASTSS(Mem{Base: pa, Disp: 4 * (mr*s + i)}, bc)
+			VBROADCASTSS(aAt(s, i), bc)
 			VFMADD231PS(Y12, bc, acc[2*i])
 			VFMADD231PS(Y13, bc, acc[2*i+1])
 		}
@@ -65,7 +107,7 @@ func main() {
 	for s := 0; s < unroll; s++ {
 		step(s)
 	}
-	ADDQ(U32(4*mr*unroll), pa)
+	advance(unroll)
 	ADDQ(U32(4*nr*unroll), pb)
 	SUBQ(U8(unroll), kc)
 	JMP(LabelRef("loop4"))
@@ -75,7 +117,7 @@ func main() {
 	TESTQ(kc, kc)
 	JE(LabelRef("store"))
 	step(0)
-	ADDQ(U32(4*mr), pa)
+	advance(1)
 	ADDQ(U32(4*nr), pb)
 	DECQ(kc)
 	JMP(LabelRef("tail"))
@@ -124,8 +166,6 @@ func main() {
 	}
 	VZEROUPPER()
 	RET()
-
-	Generate()
 }
 
 // addr is the stack address of a scalar argument.

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/traefik/yaegi/interp"
+
+	"github.com/ragen-go/ragen/dsl"
+	"github.com/ragen-go/ragen/engine/metrics"
+	"github.com/ragen-go/ragen/engine/train"
+	"github.com/ragen-go/ragen/stdlib"
+)
+
+func init() {
+	register("script", "run a Go program (package main) through the notebook's interpreter", runScript)
+}
+
+// runScript runs `ragen script [-q] file.go [args...]`: a complete Go file,
+// package main with func main, interpreted by yaegi with the packages a
+// notebook cell may import (see package stdlib), "ragen" among them. The
+// program's os.Args are the file and the arguments after it.
+//
+// Training reports one line per step on standard error (-q: none); values
+// given to ragen.Display print their text form. The first Ctrl-C cancels
+// the context Train uses, so a run stops at its next safe point; a second
+// stops the interpreter at once.
+func runScript(args []string) error {
+	fs := flag.NewFlagSet("ragen script", flag.ContinueOnError)
+	quiet := fs.Bool("q", false, "do not report training progress")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: ragen script [-q] file.go [args...]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 {
+		fs.Usage()
+		return errors.New("no file to run")
+	}
+	file := fs.Arg(0)
+
+	// First interrupt: cancel training. Second: stop the interpreter.
+	trainCtx, cancelTrain := context.WithCancel(context.Background())
+	evalCtx, cancelEval := context.WithCancel(context.Background())
+	defer cancelTrain()
+	defer cancelEval()
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
+	go func() {
+		for n := 0; ; n++ {
+			if _, ok := <-sig; !ok {
+				return
+			}
+			if n == 0 {
+				fmt.Fprintln(os.Stderr, "\ninterrupted: stopping at the next safe point (Ctrl-C again to stop now)")
+				cancelTrain()
+			} else {
+				cancelEval()
+			}
+		}
+	}()
+	dsl.SetContext(func() context.Context { return trainCtx })
+	if !*quiet {
+		dsl.SetObserver(func() train.Observer { return stepPrinter{} })
+	}
+
+	i, err := stdlib.NewInterpreter(interp.Options{
+		Stdin:  os.Stdin,
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
+		Args:   fs.Args(),
+		Env:    os.Environ(),
+	})
+	if err != nil {
+		return err
+	}
+	_, err = i.EvalPathWithContext(evalCtx, file)
+	if err != nil && trainCtx.Err() != nil {
+		return fmt.Errorf("interrupted: %v", err)
+	}
+	return err
+}
+
+// stepPrinter reports each training step on one line of standard error.
+type stepPrinter struct{}
+
+func (stepPrinter) Phase(step int, phase string) {
+	if phase == "warm_start" {
+		fmt.Fprintln(os.Stderr, "warm start (cached after the first run)...")
+	}
+}
+
+func (stepPrinter) Step(s metrics.Step) {
+	line := fmt.Sprintf("step %3d", s.Step)
+	for _, m := range []struct{ label, name string }{
+		{"reward", metrics.RewardMean}, {"success", metrics.SuccessRate},
+		{"val", metrics.ValSuccessRate}, {"entropy", metrics.Entropy},
+	} {
+		if v, ok := s.Values[m.name]; ok {
+			line += fmt.Sprintf("  %s %.3f", m.label, v)
+		}
+	}
+	fmt.Fprintln(os.Stderr, line)
+}
+
+func (stepPrinter) Event(e metrics.Event) {
+	fmt.Fprintf(os.Stderr, "  ! step %d %s: %s\n", e.Step, e.Kind, e.Message)
+}

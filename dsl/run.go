@@ -1,0 +1,389 @@
+package dsl
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/ragen-go/ragen/engine/metrics"
+	"github.com/ragen-go/ragen/engine/rollout"
+	"github.com/ragen-go/ragen/engine/train"
+	"github.com/ragen-go/ragen/plots"
+)
+
+// cacheVersion changes when the layout of run.json or the meaning of a
+// cached run changes, so old entries are not trusted.
+const cacheVersion = 1
+
+// Run is a finished (or interrupted) training run: its metrics, events and
+// files. A cell that ends with a Run shows its summary.
+type Run struct {
+	// Name labels the run in plots and tables.
+	Name string `json:"name"`
+	// Key is the hash of the full configuration the run is cached under.
+	Key string `json:"key"`
+	// Dir is the run directory: config.json, metrics.jsonl, events.jsonl,
+	// checkpoints/ and run.json (the cached result).
+	Dir string `json:"-"`
+	// Cached: loaded from the cache, not trained now.
+	Cached bool `json:"-"`
+	// History holds every step's metrics and the events.
+	History metrics.History `json:"history"`
+	// RewardErrors counts the reward expression's run-time errors replaced
+	// by 0 (RewardErrors: UseZero); RewardErrorSamples keeps the first few.
+	RewardErrors       int      `json:"reward_errors"`
+	RewardErrorSamples []string `json:"reward_error_samples,omitempty"`
+}
+
+// Train runs the experiment, or loads its result from the cache, with the
+// context set by SetContext. It panics with the error (see TrainContext).
+func (e Experiment) Train() *Run {
+	r, err := e.TrainContext(currentContext())
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// TrainContext runs the experiment, or loads its cached result unless
+// Fresh. Cancelling ctx stops training at the next safe point: the run so
+// far is returned with ctx's error, and is not cached.
+func (e Experiment) TrainContext(ctx context.Context) (*Run, error) {
+	if err := e.compile(); err != nil {
+		return nil, err
+	}
+	cfg, err := e.Config()
+	if err != nil {
+		return nil, err
+	}
+	key, err := e.key(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	root, err := cacheRoot()
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{Name: e.label(), Key: key, Dir: filepath.Join(root, "runs", key)}
+	if !e.Fresh {
+		if cached, err := loadRun(r.Dir); err == nil {
+			cached.Name, cached.Dir, cached.Cached = r.Name, r.Dir, true
+			cached.History.Name = r.Name
+			return cached, nil
+		}
+	}
+	// A run directory without run.json is an interrupted run; its
+	// metrics.jsonl would be appended to, so it starts over.
+	if err := os.RemoveAll(r.Dir); err != nil {
+		return nil, fmt.Errorf("run cache: %w", err)
+	}
+	cfg.RunDir = r.Dir
+
+	h := &hooks{exp: &e, run: r}
+	if !e.Reward.IsZero() || e.Filter.prog != nil {
+		cfg.Reward = h.reward
+	}
+	if e.Filter.prog != nil {
+		f := e.Filter
+		cfg.GroupScore = h.scorer(&f)
+	}
+	t, err := train.New(ctx, cfg, tee{user: currentObserver(), onPhase: h.phase})
+	if err != nil {
+		return nil, h.explain(err)
+	}
+	err = t.Run(ctx)
+	r.History = t.History
+	r.History.Name = r.Name
+	if err != nil {
+		return r, h.explain(err)
+	}
+	if err := saveRun(r); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// hooks are the trainer callbacks of one run: the reward expression with
+// its error policy, and the filter expression's group scores.
+type hooks struct {
+	exp *Experiment
+	run *Run
+
+	mu         sync.Mutex
+	collecting bool         // inside a training rollout, before its filter
+	pending    []groupEntry // groups of the current batch, in order of first appearance
+	seen       map[*rollout.Trajectory]bool
+	filterErr  error
+}
+
+type groupEntry struct {
+	size        int
+	successRate float64
+}
+
+// phase follows the trainer: the batch whose groups the filter will score
+// is the one rewarded right after a "rollout" phase starts.
+func (h *hooks) phase(p string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.collecting = p == "rollout"
+	if h.collecting {
+		h.pending, h.seen = nil, map[*rollout.Trajectory]bool{}
+	}
+}
+
+func (h *hooks) reward(t *rollout.Trajectory, group []*rollout.Trajectory) (float64, error) {
+	rec := Record(t, group)
+	h.mu.Lock()
+	if h.collecting && len(group) > 0 && !h.seen[group[0]] {
+		h.seen[group[0]] = true
+		h.pending = append(h.pending, groupEntry{len(group), rec.Group.SuccessRate})
+	}
+	h.mu.Unlock()
+	v, err := h.exp.Reward.Eval(rec)
+	if err == nil {
+		return v, nil
+	}
+	err = fmt.Errorf("reward expression on trajectory (success=%v, turns=%d, actions=%v, reward=%g): %w",
+		rec.Success, rec.NumTurns, rec.Actions, rec.Reward, err)
+	if h.exp.RewardErrors != UseZero {
+		return 0, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.run.RewardErrors++
+	if len(h.run.RewardErrorSamples) < 5 {
+		h.run.RewardErrorSamples = append(h.run.RewardErrorSamples, err.Error())
+	}
+	return 0, nil
+}
+
+// scorer scores the groups of a batch in the order the filter visits them
+// (first appearance in the batch, as the reward hook saw them). A group it
+// cannot score gets NaN, which stops the run; explain adds the reason.
+func (h *hooks) scorer(f *FilterRule) func(returns []float64) float64 {
+	return func(returns []float64) float64 {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if len(h.pending) == 0 || h.pending[0].size != len(returns) {
+			h.filterErr = errors.New("filter expression: internal error: groups out of step with the rewards")
+			return math.NaN()
+		}
+		g := h.pending[0]
+		h.pending = h.pending[1:]
+		v, err := f.score(returns, g.successRate)
+		if err != nil {
+			h.filterErr = fmt.Errorf("filter expression on group (rewards %v): %w", returns, err)
+			return math.NaN()
+		}
+		return v
+	}
+}
+
+// explain adds the filter expression's error to the trainer's "score is
+// NaN" and names the Experiment's fields in validation errors.
+func (h *hooks) explain(err error) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.filterErr != nil {
+		return fmt.Errorf("%w: %v", err, h.filterErr)
+	}
+	return err
+}
+
+// key hashes everything that determines a run's result.
+func (e Experiment) key(cfg *train.Config) (string, error) {
+	f := e.Filter
+	b, err := json.Marshal(struct {
+		Version      int
+		Config       *train.Config
+		Reward       string
+		RewardErrors string
+		Filter       string
+	}{cacheVersion, cfg, e.Reward.Source, e.RewardErrors, f.String()})
+	if err != nil {
+		return "", fmt.Errorf("run cache: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12]), nil
+}
+
+// cacheRoot is $RAGEN_CACHE, else ragen/ in the user cache directory.
+func cacheRoot() (string, error) {
+	if dir := os.Getenv("RAGEN_CACHE"); dir != "" {
+		return dir, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("run cache: %w (set RAGEN_CACHE)", err)
+	}
+	return filepath.Join(base, "ragen"), nil
+}
+
+type runFile struct {
+	Version int `json:"version"`
+	*Run
+}
+
+func loadRun(dir string) (*Run, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		return nil, err
+	}
+	f := runFile{Run: &Run{}}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, err
+	}
+	if f.Version != cacheVersion {
+		return nil, fmt.Errorf("run cache version %d, want %d", f.Version, cacheVersion)
+	}
+	return f.Run, nil
+}
+
+// saveRun writes run.json last, through a rename, so a run directory
+// holds it only once the run is complete.
+func saveRun(r *Run) error {
+	b, err := json.Marshal(runFile{cacheVersion, r})
+	if err != nil {
+		return fmt.Errorf("run cache: %w", err)
+	}
+	tmp := filepath.Join(r.Dir, "run.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("run cache: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(r.Dir, "run.json")); err != nil {
+		return fmt.Errorf("run cache: %w", err)
+	}
+	return nil
+}
+
+// Series is one metric of a run over its steps. A cell that ends with one
+// shows its line chart.
+type Series struct {
+	Name   string
+	Steps  []int
+	Values []float64
+
+	run *metrics.History
+}
+
+// Metric returns a metric's series ("actor/entropy", see engine/metrics).
+// A metric the run never recorded has no points.
+func (r *Run) Metric(name string) Series {
+	steps, values := r.History.Series(name)
+	return Series{Name: name, Steps: steps, Values: values, run: &r.History}
+}
+
+// Len is the number of points.
+func (s Series) Len() int { return len(s.Values) }
+
+// Last is the last value; NaN without points.
+func (s Series) Last() float64 {
+	if len(s.Values) == 0 {
+		return math.NaN()
+	}
+	return s.Values[len(s.Values)-1]
+}
+
+// String lists the points: "actor/entropy: 1:0.52 2:0.50".
+func (s Series) String() string {
+	if len(s.Values) == 0 {
+		return s.Name + ": no points"
+	}
+	var b strings.Builder
+	b.WriteString(s.Name + ":")
+	for i, v := range s.Values {
+		fmt.Fprintf(&b, " %d:%.4g", s.Steps[i], v)
+	}
+	return b.String()
+}
+
+// MIMEBundle is the series' line chart.
+func (s Series) MIMEBundle() map[string]any {
+	c := plots.NewLineChart(s.Name)
+	c.Add(s.run)
+	bundle := c.MIMEBundle()
+	bundle["text/plain"] = s.String()
+	return bundle
+}
+
+// Events returns what the trainer and the collapse monitor reported.
+func (r *Run) Events() []metrics.Event { return r.History.Events }
+
+// Steps is the number of training steps recorded.
+func (r *Run) Steps() int {
+	n := 0
+	for _, s := range r.History.Steps {
+		n = max(n, s.Step)
+	}
+	return n
+}
+
+// Checkpoints lists the run's checkpoint directories, oldest first.
+func (r *Run) Checkpoints() []string {
+	dirs, _ := filepath.Glob(filepath.Join(r.Dir, "checkpoints", "step-*"))
+	sort.Strings(dirs)
+	return dirs
+}
+
+// Dashboard is the run's overview chart (plots.Dashboard).
+func (r *Run) Dashboard() *plots.Dashboard {
+	d := plots.NewDashboard()
+	d.Title = r.Name
+	d.Add(&r.History)
+	return d
+}
+
+// summaryMetrics are the rows of a run's summary, when recorded.
+var summaryMetrics = []string{
+	metrics.RewardMean, metrics.SuccessRate, metrics.ValSuccessRate, metrics.ValRewardMean,
+	metrics.Entropy, metrics.ResponseTokens, metrics.FilterKeepRatio, metrics.InGroupStd,
+}
+
+// Summary is a table of the run's main metrics: first, last, min and max.
+func (r *Run) Summary() *Table {
+	t := &Table{Title: r.title(), Columns: []string{"metric", "first", "last", "min", "max"}}
+	for _, name := range summaryMetrics {
+		_, vs := r.History.Series(name)
+		if len(vs) == 0 {
+			continue
+		}
+		lo, hi := vs[0], vs[0]
+		for _, v := range vs {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+		t.Rows = append(t.Rows, []string{name, num(vs[0]), num(vs[len(vs)-1]), num(lo), num(hi)})
+	}
+	return t
+}
+
+func (r *Run) title() string {
+	s := fmt.Sprintf("%s: %d steps", r.Name, r.Steps())
+	if r.Cached {
+		s += " (cached)"
+	}
+	if r.RewardErrors > 0 {
+		s += fmt.Sprintf(", %d reward errors replaced by 0", r.RewardErrors)
+	}
+	if n := len(r.History.Events); n > 0 {
+		s += fmt.Sprintf(", %d events", n)
+	}
+	return s
+}
+
+// String is the summary as text.
+func (r *Run) String() string { return r.Summary().String() }
+
+// MIMEBundle shows the summary.
+func (r *Run) MIMEBundle() map[string]any { return r.Summary().MIMEBundle() }
+
+func num(v float64) string { return fmt.Sprintf("%.4g", v) }

@@ -1,0 +1,39 @@
+// A sweep over two filter ratios, one step each: two runs, a comparison
+// table with one row per value.
+package main
+
+import (
+	"fmt"
+
+	"ragen"
+)
+
+func main() {
+	exp := ragen.Experiment{
+		Env:           ragen.Bandit(ragen.Arms("Teacher", "Gambler")),
+		Model:         "tiny",
+		Groups:        2,
+		GroupSize:     2,
+		TokensPerTurn: 160,
+		Steps:         1,
+		WarmStart:     ragen.WarmStart{Steps: 3, Episodes: 8, BatchSize: 4},
+		NoValidation:  true,
+		VocabSize:     300,
+		Algo:          ragen.GRPO(),
+	}
+	cmp := ragen.Sweep(exp, "Filter.Ratio", 1.0, 0.5)
+	for _, v := range cmp.Variants {
+		r := v.Runs[0]
+		fmt.Println(v.Label, "steps:", r.Steps(), "kept:", r.Metric("rollout/filter_kept_ratio").Values)
+	}
+	t := cmp.Table()
+	fmt.Println(t.Columns[:2], len(t.Rows))
+	again := ragen.Sweep(exp, "Filter.Ratio", 1.0, 0.5)
+	fmt.Println("cached:", again.Runs()[0].Cached, again.Runs()[1].Cached)
+}
+
+// Output:
+// Filter.Ratio=1 steps: 1 kept: [1]
+// Filter.Ratio=0.5 steps: 1 kept: [0.5]
+// [variant runs] 2
+// cached: true true

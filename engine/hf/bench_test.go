@@ -1,0 +1,158 @@
+package hf
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/engine/optim"
+	"github.com/ragen-go/ragen/engine/sample"
+	"github.com/ragen-go/ragen/engine/tokenizer"
+)
+
+// BenchmarkQwen05B runs a model of Qwen2.5-0.5B's shape (hidden 896, 24
+// layers, 14 heads sharing 2 key/value heads, MLP 4864, vocabulary 151936,
+// tied; 494M parameters) with random weights, as RAGEN's smallest policy:
+//
+//	load     Save it as a Hugging Face directory (F32, 2 GB) and Load it back
+//	rollout  2 sequences: a 64-token prompt each, 32 sampled tokens
+//	step     forward + backward over the 2 × 96 tokens with a policy-gradient
+//	         surrogate on the 32 response tokens, then an AdamW update
+//
+// reporting seconds, tokens/s and the peak resident memory (maxrss). It
+// needs about 10 GB (parameters, gradients and two AdamW moments of 2 GB
+// each) and minutes on 2 cores:
+//
+//	go test ./engine/hf -run '^$' -bench Qwen05B -benchtime 1x -timeout 30m
+func BenchmarkQwen05B(b *testing.B) {
+	data, err := os.ReadFile("testdata/qwen2.5-0.5b-instruct.config.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok, err := tokenizer.Load("../tokenizer/testdata/env512.tokenizer.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(b.TempDir(), "qwen05b")
+	{
+		m, err := model.New(c, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := Save(dir, m, tok, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	var m *model.Model
+	b.Run("load", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			m = nil
+			runtime.GC()
+			start := time.Now()
+			if m, _, _, err = Load(dir, Options{}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(time.Since(start).Seconds(), "s/load")
+		}
+		reportMemory(b)
+	})
+	const B, prompt, gen = 2, 64, 32
+	rng := rand.New(rand.NewPCG(7, 7))
+	prompts := make([][]int, B)
+	for i := range prompts {
+		for range prompt {
+			prompts[i] = append(prompts[i], rng.IntN(c.VocabSize))
+		}
+	}
+	b.Run("rollout", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			d, err := m.NewDecoder()
+			if err != nil {
+				b.Fatal(err)
+			}
+			reqs := make([]model.Request, B)
+			for s := range reqs {
+				reqs[s] = model.Request{ID: s, Prompt: prompts[s], RNG: sample.NewRNG(uint64(s))}
+			}
+			start := time.Now()
+			out, err := d.Generate(reqs, model.GenerateOptions{Sample: sample.Options{Temperature: 1}, MaxNew: gen})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sec := time.Since(start).Seconds()
+			n := 0
+			for _, o := range out {
+				n += len(o)
+			}
+			b.ReportMetric(sec, "s/rollout")
+			b.ReportMetric(float64(n)/sec, "generated_tok/s")
+		}
+		reportMemory(b)
+	})
+	b.Run("step", func(b *testing.B) {
+		var groups []optim.Group
+		for _, v := range m.Layout.Views {
+			groups = append(groups, optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay})
+		}
+		opt, err := optim.New(optim.DefaultConfig(), m.Layout.Size, groups)
+		if err != nil {
+			b.Fatal(err)
+		}
+		const T = prompt + gen
+		var tokens []int
+		for s := range B {
+			tokens = append(tokens, prompts[s]...)
+			for range gen {
+				tokens = append(tokens, rng.IntN(c.VocabSize))
+			}
+		}
+		lens := []int{T, T}
+		dlp := make([]float32, B*T)
+		for s := range B {
+			for i := prompt; i < T; i++ { // −A/n per response token: the PPO gradient at ratio 1
+				dlp[s*T+i] = float32(rng.NormFloat64()) / (B * gen)
+			}
+		}
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			if _, err := m.Forward(tokens, lens, model.Want{LM: true}); err != nil {
+				b.Fatal(err)
+			}
+			m.ZeroGrad()
+			if err := m.Backward(model.Grad{LogProb: dlp}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := opt.Step(m.Params.Data, m.Grads.Data); err != nil {
+				b.Fatal(err)
+			}
+			sec := time.Since(start).Seconds()
+			b.ReportMetric(sec, "s/step")
+			b.ReportMetric(float64(B*T)/sec, "train_tok/s")
+		}
+		reportMemory(b)
+	})
+}
+
+// reportMemory reports the process's peak resident set and the Go heap in
+// use, in GB.
+func reportMemory(b *testing.B) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		b.ReportMetric(float64(ru.Maxrss)/(1<<20), "maxrss_GB") // Maxrss is in KiB on Linux
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<30), "heap_GB")
+}

@@ -1,0 +1,150 @@
+package rollout
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/engine/sample"
+	"github.com/ragen-go/ragen/engine/tokenizer"
+	"github.com/ragen-go/ragen/envs"
+	_ "github.com/ragen-go/ragen/envs/all"
+)
+
+// setup trains a vocabulary on Sokoban demonstrations and builds a random
+// tiny policy over it: enough to play real multi-turn episodes.
+func setup(t *testing.T) (*tokenizer.Tokenizer, *model.Model, func() envs.Env) {
+	t.Helper()
+	newEnv := func() envs.Env {
+		e, err := envs.New("sokoban", map[string]any{"max_turns": 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	demos, err := envs.Demonstrations(newEnv(), envs.DemoConfig{Episodes: 16, Seed: 1, Turn: envs.DefaultTurnConfig(), Prompt: envs.DefaultPromptConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var corpus []string
+	for _, d := range demos {
+		s, err := DemoText(d, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		corpus = append(corpus, s)
+	}
+	tok, err := tokenizer.Train(corpus, tokenizer.TrainConfig{VocabSize: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := model.Tiny()
+	c.VocabSize, c.MaxPositions = tok.VocabSize(), 2048
+	m, err := model.New(c, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok, m, newEnv
+}
+
+func play(t *testing.T, m *model.Model, tok *tokenizer.Tokenizer, newEnv func() envs.Env, n int, seeds ...uint64) []*Trajectory {
+	t.Helper()
+	var tasks []Task
+	for i, s := range seeds {
+		tasks = append(tasks, Task{Env: newEnv(), EnvSeed: int64(10 + i/2), AgentSeed: s, Group: i / 2})
+	}
+	trajs, err := Play(context.Background(), m, tok, tasks[:n], Config{MaxTokensPerTurn: 24, Sample: sample.Options{Temperature: 1}, Turn: envs.DefaultTurnConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trajs
+}
+
+// The loss mask covers exactly the tokens the agent sampled: per turn, the
+// masked tokens decode to the turn's response, and everything else is the
+// context the template and the environment wrote.
+func TestAgentMaskIsExactlySampledTokens(t *testing.T) {
+	tok, m, newEnv := setup(t)
+	trajs := play(t, m, tok, newEnv, 4, 1, 2, 3, 4)
+	for i, tr := range trajs {
+		if len(tr.Turns) == 0 {
+			t.Fatalf("trajectory %d has no turns", i)
+		}
+		var runs [][]int
+		for k, on := range tr.Agent {
+			if on && (k == 0 || !tr.Agent[k-1]) {
+				runs = append(runs, nil)
+			}
+			if on {
+				runs[len(runs)-1] = append(runs[len(runs)-1], tr.Tokens[k])
+			}
+		}
+		if len(runs) != len(tr.Turns) {
+			t.Fatalf("trajectory %d: %d masked runs for %d turns", i, len(runs), len(tr.Turns))
+		}
+		ends := 0
+		for k, e := range tr.TurnEnd {
+			if e {
+				ends++
+				if !tr.Agent[k] || (k+1 < len(tr.Agent) && tr.Agent[k+1]) {
+					t.Fatalf("trajectory %d: turn end at %d is not the last sampled token of a turn", i, k)
+				}
+			}
+		}
+		if ends != len(tr.Turns) {
+			t.Fatalf("trajectory %d: %d turn ends for %d turns", i, ends, len(tr.Turns))
+		}
+		for k, run := range runs {
+			text, err := tok.Decode(run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text != tr.Turns[k].Response || len(run) != tr.Turns[k].Tokens {
+				t.Fatalf("trajectory %d turn %d: masked tokens decode to %q, response %q", i, k, text, tr.Turns[k].Response)
+			}
+		}
+		// The context before the first response is the template's text.
+		first := 0
+		for !tr.Agent[first] {
+			first++
+		}
+		got, _ := tok.Decode(tr.Tokens[:first])
+		e := newEnv()
+		ep, _ := envs.Start(e, tr.EnvSeed, envs.DefaultTurnConfig())
+		if want := FirstText(ep.Desc, ep.Observation, ep.ActionsLeft, true); got != want {
+			t.Fatalf("trajectory %d: first context\n%q\nwant\n%q", i, got, want)
+		}
+	}
+}
+
+// A trajectory depends only on its own task: played alone or in a batch,
+// it is the same token for token.
+func TestTrajectoryIndependentOfBatch(t *testing.T) {
+	tok, m, newEnv := setup(t)
+	batch := play(t, m, tok, newEnv, 4, 11, 12, 13, 14)
+	alone := play(t, m, tok, newEnv, 1, 11)
+	if !reflect.DeepEqual(batch[0].Tokens, alone[0].Tokens) {
+		t.Fatal("the first trajectory changed when played with others")
+	}
+}
+
+func TestDemoLayoutMatchesPlay(t *testing.T) {
+	tok, _, newEnv := setup(t)
+	demos, err := envs.Demonstrations(newEnv(), envs.DemoConfig{Episodes: 2, Seed: 40, Turn: envs.DefaultTurnConfig(), Prompt: envs.DefaultPromptConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := FromDemo(demos[0], tok, true, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := DemoText(demos[0], true)
+	got, _ := tok.Decode(tr.Tokens)
+	if got != text {
+		t.Fatalf("tokens decode to\n%q\nwant\n%q", got, text)
+	}
+	if _, err := FromDemo(demos[0], tok, true, 3); err == nil {
+		t.Fatal("a response longer than max_tokens_per_turn must be an error")
+	}
+}

@@ -1,0 +1,319 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"go/scanner"
+	"go/token"
+	"reflect"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Completion and inspection work on what the session knows at run time:
+// the packages it Uses (their symbol tables), what cells imported, the
+// globals of the interpreter and the declarations cells made. A package
+// member completes even before the cell importing the package has run
+// (`strings.Rep` -> Repeat), which GoNB cannot do.
+
+var keywords = strings.Fields(`break case chan const continue default defer else fallthrough for func go goto if
+import interface map package range return select struct switch type var
+append cap clear close complex copy delete imag len make max min new panic print println real recover
+any bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64 rune string
+uint uint8 uint16 uint32 uint64 uintptr true false nil iota`)
+
+func isIdentRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// identBefore is the start of the identifier that ends at byte offset end.
+func identBefore(code string, end int) int {
+	i := end
+	for i > 0 {
+		r, n := utf8.DecodeLastRuneInString(code[:i])
+		if !isIdentRune(r) {
+			break
+		}
+		i -= n
+	}
+	return i
+}
+
+// Complete returns the completions of the identifier ending at byte offset
+// cursor and the byte range [start, end) they replace.
+func (s *Session) Complete(code string, cursor int) (matches []string, start, end int) {
+	cursor = max(0, min(cursor, len(code)))
+	start = identBefore(code, cursor)
+	prefix := code[start:cursor]
+	var cands []string
+	if start > 0 && code[start-1] == '.' {
+		qs := identBefore(code, start-1)
+		cands = s.members(code[qs : start-1])
+	} else {
+		cands = s.names(code[:start] + code[cursor:]) // not the word being typed
+	}
+	seen := map[string]bool{}
+	for _, c := range cands {
+		if strings.HasPrefix(c, prefix) && !strings.HasPrefix(c, "_") && !seen[c] {
+			seen[c] = true
+			matches = append(matches, c)
+		}
+	}
+	sort.Strings(matches)
+	return matches, start, cursor
+}
+
+// packages maps a package name to the import paths it may denote: what
+// cells imported, else every Used package of that name.
+func (s *Session) packages(name string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.imported[name]; ok {
+		return []string{p}
+	}
+	var paths []string
+	for p, n := range s.pkgNames {
+		if n == name && !strings.HasPrefix(p, "ragen/internal") {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	return paths
+}
+
+// members lists what may follow "qual.": a package's exported symbols, or
+// the fields and methods of a global variable's value.
+func (s *Session) members(qual string) []string {
+	var out []string
+	if v, ok := s.in.Globals()[qual]; ok && v.IsValid() {
+		t := v.Type()
+		for i := 0; i < t.NumMethod(); i++ {
+			out = append(out, t.Method(i).Name)
+		}
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() == reflect.Struct {
+			for i := 0; i < t.NumField(); i++ {
+				if f := t.Field(i); f.IsExported() {
+					out = append(out, f.Name)
+				}
+			}
+		}
+		return out
+	}
+	for _, p := range s.packages(qual) {
+		s.mu.Lock()
+		for name := range s.exports[p] {
+			out = append(out, name)
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// names lists identifiers in scope at top level.
+func (s *Session) names(code string) []string {
+	out := append([]string(nil), keywords...)
+	for name := range s.in.Globals() {
+		out = append(out, name)
+	}
+	s.mu.Lock()
+	for key := range s.decls {
+		if !strings.Contains(key, ".") {
+			out = append(out, key)
+		}
+	}
+	for name := range s.imported {
+		out = append(out, name)
+	}
+	for _, name := range s.pkgNames {
+		out = append(out, name)
+	}
+	s.mu.Unlock()
+	// Identifiers of the cell being edited.
+	var sc scanner.Scanner
+	fset := token.NewFileSet()
+	sc.Init(fset.AddFile("", -1, len(code)), []byte(code), nil, 0)
+	for {
+		_, tok, lit := sc.Scan()
+		if tok == token.EOF {
+			break
+		}
+		if tok == token.IDENT {
+			out = append(out, lit)
+		}
+	}
+	return out
+}
+
+// Inspect describes the symbol at byte offset cursor: a package member's
+// Go type, a cell declaration's source, a global's type and value.
+func (s *Session) Inspect(code string, cursor int) (string, bool) {
+	cursor = max(0, min(cursor, len(code)))
+	end := cursor
+	for end < len(code) {
+		r, n := utf8.DecodeRuneInString(code[end:])
+		if !isIdentRune(r) {
+			break
+		}
+		end += n
+	}
+	start := identBefore(code, cursor)
+	name := code[start:end]
+	if name == "" {
+		return "", false
+	}
+	if start > 0 && code[start-1] == '.' {
+		qual := code[identBefore(code, start-1) : start-1]
+		for _, p := range s.packages(qual) {
+			s.mu.Lock()
+			v, ok := s.exports[p][name]
+			s.mu.Unlock()
+			if ok {
+				return describe(p, name, v), true
+			}
+		}
+		return "", false
+	}
+	s.mu.Lock()
+	d := s.decls[name]
+	var cellN int
+	if d != nil {
+		cellN = s.cells[d.id].Number
+	}
+	s.mu.Unlock()
+	if d != nil {
+		return fmt.Sprintf("%s\n\n(declared in cell[%d])", d.src, cellN), true
+	}
+	if v, ok := s.in.Globals()[name]; ok && v.IsValid() {
+		val := fmt.Sprintf("%v", v)
+		if len(val) > 200 {
+			val = val[:200] + "..."
+		}
+		return fmt.Sprintf("var %s %s = %s", name, v.Type(), val), true
+	}
+	for _, p := range s.packages(name) {
+		return fmt.Sprintf("package %s (%q)", name, p), true
+	}
+	return "", false
+}
+
+// describe renders a symbol of a compiled package from its reflect value:
+// types are given as pointers to their zero value, variables addressable.
+func describe(pkg, name string, v reflect.Value) string {
+	full := pkg + "." + name
+	switch {
+	case v.Kind() == reflect.Pointer && v.IsNil():
+		t := v.Type().Elem()
+		out := fmt.Sprintf("type %s %s", full, t.Kind())
+		if t.Kind() == reflect.Struct {
+			var fields []string
+			for i := 0; i < t.NumField(); i++ {
+				if f := t.Field(i); f.IsExported() {
+					fields = append(fields, fmt.Sprintf("\t%s %s", f.Name, f.Type))
+				}
+			}
+			out = fmt.Sprintf("type %s struct {\n%s\n}", full, strings.Join(fields, "\n"))
+		}
+		pt := reflect.PointerTo(t)
+		var methods []string
+		for i := 0; i < pt.NumMethod(); i++ {
+			m := pt.Method(i)
+			methods = append(methods, fmt.Sprintf("func (%s) %s%s", name, m.Name, strings.TrimPrefix(m.Type.String(), "func")))
+		}
+		if t.Kind() == reflect.Interface {
+			for i := 0; i < t.NumMethod(); i++ {
+				m := t.Method(i)
+				methods = append(methods, fmt.Sprintf("%s%s", m.Name, strings.TrimPrefix(m.Type.String(), "func")))
+			}
+		}
+		if len(methods) > 0 {
+			out += "\n\n" + strings.Join(methods, "\n")
+		}
+		return out
+	case v.Kind() == reflect.Func:
+		return "func " + full + strings.TrimPrefix(v.Type().String(), "func")
+	case v.CanAddr():
+		return fmt.Sprintf("var %s %s", full, v.Type())
+	default:
+		return fmt.Sprintf("const %s = %v", full, v)
+	}
+}
+
+// IsComplete tells a console whether code is ready to run: "complete",
+// "incomplete" (an open bracket, string or comment, or a parse error at
+// the end of the input; indent is what to prefix the next line with) or
+// "invalid".
+func IsComplete(code string) (status, indent string) {
+	depth := 0
+	unterminated := false
+	var sc scanner.Scanner
+	fset := token.NewFileSet()
+	sc.Init(fset.AddFile("", -1, len(code)), []byte(code), func(_ token.Position, msg string) {
+		if strings.Contains(msg, "not terminated") {
+			unterminated = true
+		}
+	}, scanner.ScanComments)
+	for {
+		_, tok, _ := sc.Scan()
+		if tok == token.EOF {
+			break
+		}
+		switch tok {
+		case token.LPAREN, token.LBRACK, token.LBRACE:
+			depth++
+		case token.RPAREN, token.RBRACK, token.RBRACE:
+			depth--
+		}
+	}
+	switch {
+	case unterminated || depth > 0:
+		return "incomplete", strings.Repeat("\t", max(depth, 0))
+	case depth < 0:
+		return "invalid", ""
+	}
+	p, err := makePlan(code)
+	if err != nil {
+		return "invalid", ""
+	}
+	lines := strings.Count(strings.TrimRight(code, "\n"), "\n") + 1
+	check := func(err error) string {
+		if err == nil {
+			return ""
+		}
+		// An error at the end of input (or at main's closing brace, past
+		// the cell's last line) means more input may fix it.
+		var list scanner.ErrorList
+		if strings.Contains(err.Error(), "EOF") ||
+			errors.As(err, &list) && len(list) > 0 && list[0].Pos.Line%lineBase > lines {
+			return "incomplete"
+		}
+		return "invalid"
+	}
+	scratch := token.NewFileSet()
+	for _, c := range p.chunks {
+		var err error
+		if c.kind == unitDecl {
+			_, err = parseDecls(scratch, 1, masked(code, c.units))
+		} else {
+			_, err = parseStmts(scratch, 1, masked(code, c.units))
+		}
+		if st := check(err); st != "" {
+			return st, ""
+		}
+	}
+	if len(p.imports) > 0 {
+		_, err := parseDecls(scratch, 1, masked(code, p.imports))
+		if st := check(err); st != "" {
+			return st, ""
+		}
+	}
+	if p.result != nil {
+		_, err := parseStmts(scratch, 1, masked(code, []unit{*p.result}))
+		if st := check(err); st != "" {
+			return st, ""
+		}
+	}
+	return "complete", ""
+}

@@ -1,0 +1,214 @@
+"""Drives the ragen kernel through jupyter_client, as Jupyter does.
+
+Run by kernel_test.go (TestJupyterClient) with JUPYTER_PATH pointing at a
+temporary kernelspec dir holding ragen-go. Prints one "ok NAME" line per
+check and the benchmark numbers; exits 1 at the first failed check.
+"""
+import base64
+import statistics
+import sys
+import time
+
+from jupyter_client import KernelManager
+from jupyter_client.session import Session
+
+TIMEOUT = 20
+
+
+def fail(msg):
+    print("FAIL " + msg, flush=True)
+    sys.exit(1)
+
+
+def check(cond, name, detail=""):
+    if not cond:
+        fail(name + (": " + str(detail) if detail else ""))
+    print("ok " + name, flush=True)
+
+
+def shell_reply(kc, msg_id, timeout=TIMEOUT):
+    while True:
+        msg = kc.get_shell_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") == msg_id:
+            return msg
+
+
+def iopub_until_idle(kc, msg_id, timeout=TIMEOUT):
+    out = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return out
+        out.append(msg)
+
+
+def run(kc, code, **kw):
+    msg_id = kc.execute(code, **kw)
+    reply = shell_reply(kc, msg_id)
+    return reply, iopub_until_idle(kc, msg_id)
+
+
+def of_type(outputs, t):
+    return [m for m in outputs if m["msg_type"] == t]
+
+
+def result_text(outputs):
+    res = of_type(outputs, "execute_result")
+    return res[0]["content"]["data"]["text/plain"] if res else None
+
+
+def main():
+    t0 = time.perf_counter()
+    km = KernelManager(kernel_name="ragen-go")
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=30)
+    startup = time.perf_counter() - t0
+
+    # kernel_info
+    msg_id = kc.kernel_info()
+    info = shell_reply(kc, msg_id)["content"]
+    li = info["language_info"]
+    check(info["protocol_version"] == "5.3" and info["implementation"] == "ragen"
+          and li["name"] == "go" and li["mimetype"] == "text/x-go" and li["file_extension"] == ".go"
+          and li["codemirror_mode"] == "go" and li["pygments_lexer"] == "go", "kernel_info", info)
+    busy = iopub_until_idle(kc, msg_id)
+    check(any(m["msg_type"] == "status" and m["content"]["execution_state"] == "busy" for m in busy),
+          "busy/idle around kernel_info")
+
+    # state across cells, execute_result, execution counts
+    r1, _ = run(kc, "x := 40")
+    r2, out = run(kc, "x + 2")
+    check(r1["content"]["status"] == "ok" and result_text(out) == "42", "state across cells", out)
+    check(r2["content"]["execution_count"] == r1["content"]["execution_count"] + 1, "execution_count")
+    check(of_type(out, "execute_input")[0]["content"]["code"] == "x + 2", "execute_input")
+
+    # stream
+    _, out = run(kc, 'import "fmt"\nfor i := 0; i < 3; i++ { fmt.Println("hello", i) }')
+    text = "".join(m["content"]["text"] for m in of_type(out, "stream") if m["content"]["name"] == "stdout")
+    check(text == "hello 0\nhello 1\nhello 2\n", "stream", text)
+
+    # display_data with image/png, and update_display_data
+    _, out = run(kc, '''import ("bytes"; "image"; "image/color"; "image/png"; "ragen/display")
+img := image.NewRGBA(image.Rect(0, 0, 4, 4))
+img.Set(1, 1, color.RGBA{255, 0, 0, 255})
+var buf bytes.Buffer
+png.Encode(&buf, img)
+display.Display(display.PNG(buf.Bytes()))
+h := display.NewHandle()
+h.Show(display.Text("step 1"))
+h.Update(display.Text("step 2"))''')
+    dd = of_type(out, "display_data")
+    check(len(dd) == 2 and base64.b64decode(dd[0]["content"]["data"]["image/png"])[:4] == b"\x89PNG"
+          and "text/plain" in dd[0]["content"]["data"], "display_data image/png", out)
+    upd = of_type(out, "update_display_data")
+    check(len(upd) == 1 and upd[0]["content"]["transient"]["display_id"] == dd[1]["content"]["transient"]["display_id"]
+          and upd[0]["content"]["data"]["text/plain"] == "step 2", "update_display_data", upd)
+
+    # error reply with traceback
+    reply, out = run(kc, 'var m map[string]int\nm["a"] = 1')
+    c = reply["content"]
+    check(c["status"] == "error" and c["ename"] == "panic" and c["evalue"] == "assignment to entry in nil map"
+          and any("cell[" in line for line in c["traceback"]), "error reply", c)
+    check(len(of_type(out, "error")) == 1, "error message on iopub")
+    reply, _ = run(kc, "y := undefinedThing")
+    check(reply["content"]["ename"] == "CompileError" and "undefined: undefinedThing" in reply["content"]["evalue"],
+          "compile error", reply["content"])
+
+    # complete and inspect
+    msg_id = kc.complete("strings.Rep", 11)
+    c = shell_reply(kc, msg_id)["content"]
+    check(c["status"] == "ok" and "Repeat" in c["matches"] and c["cursor_start"] == 8 and c["cursor_end"] == 11,
+          "complete", c)
+    iopub_until_idle(kc, msg_id)
+    msg_id = kc.inspect("strings.Repeat", 14)
+    c = shell_reply(kc, msg_id)["content"]
+    check(c["found"] and "func strings.Repeat" in c["data"]["text/plain"], "inspect", c)
+    iopub_until_idle(kc, msg_id)
+    msg_id = kc.is_complete("func f() {")
+    c = shell_reply(kc, msg_id)["content"]
+    check(c["status"] == "incomplete", "is_complete", c)
+    iopub_until_idle(kc, msg_id)
+    msg_id = kc.history(hist_access_type="tail", n=2)
+    c = shell_reply(kc, msg_id)["content"]
+    check(c["status"] == "ok" and len(c["history"]) == 2, "history", c)
+    iopub_until_idle(kc, msg_id)
+    msg_id = kc.comm_info()
+    c = shell_reply(kc, msg_id)["content"]
+    check(c["status"] == "ok" and c["comms"] == {}, "comm_info", c)
+    iopub_until_idle(kc, msg_id)
+
+    # stop_on_error: a request queued behind a failing cell is aborted
+    bad = kc.execute('panic("stop here")')
+    queued = kc.execute("abortedVar := 1")
+    check(shell_reply(kc, bad)["content"]["status"] == "error", "failing cell")
+    check(shell_reply(kc, queued)["content"]["status"] == "aborted", "queued cell aborted")
+    iopub_until_idle(kc, bad)
+    iopub_until_idle(kc, queued)
+
+    # interrupt during a long-running cell
+    msg_id = kc.execute("n := 0\nfor { n++ }")
+    time.sleep(0.5)
+    t = time.perf_counter()
+    km.interrupt_kernel()
+    c = shell_reply(kc, msg_id)["content"]
+    check(c["status"] == "error" and c["ename"] == "Interrupted", "interrupt", c)
+    print("interrupt took %.2f s" % (time.perf_counter() - t), flush=True)
+    iopub_until_idle(kc, msg_id)
+    _, out = run(kc, "x + n*0")
+    check(result_text(out) == "40", "kernel survives interrupt", out)
+
+    # a mis-signed message is ignored: not executed, no reply
+    wrong = Session(key=b"not-the-key", username="intruder")
+    wrong.send(kc.shell_channel.socket, "execute_request",
+               {"code": "intruded := 1", "silent": False, "store_history": True,
+                "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    time.sleep(0.3)
+    reply, _ = run(kc, "intruded")
+    check(reply["content"]["status"] == "error" and "undefined: intruded" in reply["content"]["evalue"],
+          "mis-signed message ignored", reply["content"])
+
+    # benchmark: round trip of a trivial execute_request (reply and idle)
+    times = []
+    for i in range(200):
+        t = time.perf_counter()
+        run(kc, "v := 1", store_history=False)
+        times.append(time.perf_counter() - t)
+    stmt_ms = statistics.median(times) * 1e3
+    times = []
+    for i in range(50):
+        t = time.perf_counter()
+        run(kc, "x", store_history=False)
+        times.append(time.perf_counter() - t)
+    expr_ms = statistics.median(times) * 1e3
+
+    # restart: state is gone, kernel answers
+    t = time.perf_counter()
+    km.restart_kernel(now=False)
+    kc.wait_for_ready(timeout=30)
+    restart = time.perf_counter() - t
+    _, out = run(kc, "x")
+    check(of_type(out, "error") and "undefined: x" in of_type(out, "error")[0]["content"]["evalue"],
+          "restart clears state", out)
+    _, out = run(kc, "1 + 1")
+    check(result_text(out) == "2", "restarted kernel runs cells")
+
+    # shutdown: the kernel exits by itself, without being killed
+    t = time.perf_counter()
+    kc.stop_channels()
+    km.shutdown_kernel(now=False)
+    took = time.perf_counter() - t
+    check(not km.is_alive() and took < 2.5, "shutdown", "%.2f s" % took)
+
+    print("BENCH startup_to_kernel_info_ms %.1f" % (startup * 1e3))
+    print("BENCH execute_roundtrip_median_ms %.2f (200 x 'v := 1')" % stmt_ms)
+    print("BENCH execute_roundtrip_expr_median_ms %.2f (50 x 'x', with execute_result)" % expr_ms)
+    print("BENCH restart_ms %.1f" % (restart * 1e3))
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
