@@ -11,6 +11,12 @@
 //	run := exp.Train()
 //	run.Dashboard()
 //
+// An environment defined in a cell implements Env (envs.Env and its expert,
+// envs.Expert, whose demonstrations the warm start learns from) and is
+// trained exactly like a built-in one:
+//
+//	exp.Env = ragen.Custom("coin", func() ragen.Env { return &Coin{} }, ragen.MaxTurns(1))
+//
 // An Experiment is a plain struct: every field has a documented default that
 // its zero value selects, so a cell names only what it changes. It compiles
 // to one train.Config (Experiment.Config); Validate names the Experiment's

@@ -6,7 +6,6 @@ import (
 	"os"
 	"sync"
 
-	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/train"
 )
 
@@ -105,31 +104,5 @@ func publish(bundle map[string]any) {
 	}
 	if s, ok := bundle["text/plain"].(string); ok {
 		fmt.Fprintln(os.Stdout, s)
-	}
-}
-
-// tee forwards to the user's observer and tracks the phase, which the
-// filter's success-rate bookkeeping needs (see groupTracker).
-type tee struct {
-	user    train.Observer
-	onPhase func(phase string)
-}
-
-func (t tee) Phase(step int, phase string) {
-	t.onPhase(phase)
-	if t.user != nil {
-		t.user.Phase(step, phase)
-	}
-}
-
-func (t tee) Step(s metrics.Step) {
-	if t.user != nil {
-		t.user.Step(s)
-	}
-}
-
-func (t tee) Event(e metrics.Event) {
-	if t.user != nil {
-		t.user.Event(e)
 	}
 }

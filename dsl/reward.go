@@ -154,7 +154,12 @@ func compileNumeric(kind, src string, env any) (*vm.Program, error) {
 	if err != nil {
 		e := &ExprError{Kind: kind, Err: err}
 		var fe *file.Error
-		if !errors.As(err, &fe) || fe.Snippet == "" {
+		if errors.As(err, &fe) {
+			// expr-lang names the Go types of the records; a cell knows
+			// them as the records of the expression.
+			fe.Message = recordNames.Replace(fe.Message)
+		}
+		if fe == nil || fe.Snippet == "" {
 			// A wrong result type has no position: show the whole
 			// expression with the caret at its start.
 			fe = (&file.Error{Location: file.Location{From: 0, To: len(src)}, Message: err.Error()}).Bind(file.NewSource(src))
@@ -165,6 +170,9 @@ func compileNumeric(kind, src string, env any) (*vm.Program, error) {
 	}
 	return prog, nil
 }
+
+var recordNames = strings.NewReplacer(
+	"dsl.Trajectory", "trajectory", "dsl.Turn", "turn", "dsl.GroupScore", "group", "dsl.Group", "group")
 
 // runNumeric runs a program and insists on a finite number: expr-lang
 // divides integers as floats, so x/0 gives ±Inf or NaN rather than an

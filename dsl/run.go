@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -96,15 +95,15 @@ func (e Experiment) TrainContext(ctx context.Context) (*Run, error) {
 		f := e.Filter
 		cfg.GroupScore = h.scorer(&f)
 	}
-	t, err := train.New(ctx, cfg, tee{user: currentObserver(), onPhase: h.phase})
+	t, err := train.New(ctx, cfg, currentObserver())
 	if err != nil {
-		return nil, h.explain(err)
+		return nil, err
 	}
 	err = t.Run(ctx)
 	r.History = t.History
 	r.History.Name = r.Name
 	if err != nil {
-		return r, h.explain(err)
+		return r, err
 	}
 	if err := saveRun(r); err != nil {
 		return r, err
@@ -117,38 +116,11 @@ func (e Experiment) TrainContext(ctx context.Context) (*Run, error) {
 type hooks struct {
 	exp *Experiment
 	run *Run
-
-	mu         sync.Mutex
-	collecting bool         // inside a training rollout, before its filter
-	pending    []groupEntry // groups of the current batch, in order of first appearance
-	seen       map[*rollout.Trajectory]bool
-	filterErr  error
-}
-
-type groupEntry struct {
-	size        int
-	successRate float64
-}
-
-// phase follows the trainer: the batch whose groups the filter will score
-// is the one rewarded right after a "rollout" phase starts.
-func (h *hooks) phase(p string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.collecting = p == "rollout"
-	if h.collecting {
-		h.pending, h.seen = nil, map[*rollout.Trajectory]bool{}
-	}
+	mu  sync.Mutex
 }
 
 func (h *hooks) reward(t *rollout.Trajectory, group []*rollout.Trajectory) (float64, error) {
 	rec := Record(t, group)
-	h.mu.Lock()
-	if h.collecting && len(group) > 0 && !h.seen[group[0]] {
-		h.seen[group[0]] = true
-		h.pending = append(h.pending, groupEntry{len(group), rec.Group.SuccessRate})
-	}
-	h.mu.Unlock()
 	v, err := h.exp.Reward.Eval(rec)
 	if err == nil {
 		return v, nil
@@ -167,37 +139,21 @@ func (h *hooks) reward(t *rollout.Trajectory, group []*rollout.Trajectory) (floa
 	return 0, nil
 }
 
-// scorer scores the groups of a batch in the order the filter visits them
-// (first appearance in the batch, as the reward hook saw them). A group it
-// cannot score gets NaN, which stops the run; explain adds the reason.
-func (h *hooks) scorer(f *FilterRule) func(returns []float64) float64 {
-	return func(returns []float64) float64 {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if len(h.pending) == 0 || h.pending[0].size != len(returns) {
-			h.filterErr = errors.New("filter expression: internal error: groups out of step with the rewards")
-			return math.NaN()
+// scorer scores a group with the filter expression.
+func (h *hooks) scorer(f *FilterRule) func(group []*rollout.Trajectory, returns []float64) (float64, error) {
+	return func(group []*rollout.Trajectory, returns []float64) (float64, error) {
+		var succ float64
+		for _, t := range group {
+			if t.Success {
+				succ++
+			}
 		}
-		g := h.pending[0]
-		h.pending = h.pending[1:]
-		v, err := f.score(returns, g.successRate)
+		v, err := f.score(returns, succ/float64(len(group)))
 		if err != nil {
-			h.filterErr = fmt.Errorf("filter expression on group (rewards %v): %w", returns, err)
-			return math.NaN()
+			return 0, fmt.Errorf("filter expression on group (rewards %v): %w", returns, err)
 		}
-		return v
+		return v, nil
 	}
-}
-
-// explain adds the filter expression's error to the trainer's "score is
-// NaN" and names the Experiment's fields in validation errors.
-func (h *hooks) explain(err error) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.filterErr != nil {
-		return fmt.Errorf("%w: %v", err, h.filterErr)
-	}
-	return err
 }
 
 // key hashes everything that determines a run's result.

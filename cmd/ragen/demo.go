@@ -58,16 +58,9 @@ func runDemo(args []string) error {
 	if err != nil {
 		return err
 	}
-	var cfg model.Config
-	switch *preset {
-	case "tiny":
-		cfg = model.Tiny()
-	case "small":
-		cfg = model.Small()
-	case "base":
-		cfg = model.Base()
-	default:
-		return fmt.Errorf("-model: must be tiny, small or base (got %q)", *preset)
+	cfg, err := model.Preset(*preset)
+	if err != nil {
+		return err
 	}
 	cfg.VocabSize, cfg.MaxPositions = tok.VocabSize(), 1024
 	m, err := model.New(cfg, uint64(*seed))

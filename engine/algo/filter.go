@@ -6,10 +6,11 @@ import (
 	"sort"
 )
 
-// ScoreFunc scores a group from its members' trajectory returns (in batch
-// order); the filter keeps the highest-scoring groups. It overrides
-// Config.FilterMetric when given to FilterGroups.
-type ScoreFunc func(returns []float64) float64
+// ScoreFunc scores a group from its members — their indices in the batch
+// and their trajectory returns, in batch order; the filter keeps the
+// highest-scoring groups. It overrides Config.FilterMetric when given to
+// FilterGroups.
+type ScoreFunc func(members []int, returns []float64) float64
 
 // FilterStats describes the groups before and after filtering; the
 // in-group statistics are means over groups (RAGEN rollout/in_group_* and
@@ -82,7 +83,7 @@ func FilterGroups(cfg *Config, returns []float64, group []int, score ScoreFunc) 
 		}
 		switch {
 		case score != nil:
-			s.score = score(xs)
+			s.score = score(mem, xs)
 		case cfg.FilterMetric == FilterStd:
 			s.score = s.std
 		case cfg.FilterMetric == FilterStdRev:

@@ -90,7 +90,7 @@ func TestFilterStats(t *testing.T) {
 // A custom score (the group mean) replaces the metric: means 0.5, 1, 1, 0.5;
 // top 1 is the 20/30 tie, won by group 20.
 func TestFilterCustomScore(t *testing.T) {
-	mean := func(xs []float64) float64 {
+	mean := func(_ []int, xs []float64) float64 {
 		s := 0.0
 		for _, x := range xs {
 			s += x
@@ -102,7 +102,7 @@ func TestFilterCustomScore(t *testing.T) {
 		t.Errorf("kept %v, want [20]", res.Groups)
 	}
 	cfg := StarPOS()
-	_, err := FilterGroups(&cfg, filterReturns, filterGroups, func([]float64) float64 { return math.NaN() })
+	_, err := FilterGroups(&cfg, filterReturns, filterGroups, func([]int, []float64) float64 { return math.NaN() })
 	if err == nil || err.Error() != "group 10: score is NaN" {
 		t.Errorf("NaN score: err = %v", err)
 	}

@@ -163,3 +163,16 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// Preset returns the named size preset: tiny, small or base.
+func Preset(name string) (Config, error) {
+	switch name {
+	case "tiny":
+		return Tiny(), nil
+	case "small":
+		return Small(), nil
+	case "base":
+		return Base(), nil
+	}
+	return Config{}, fmt.Errorf("model: must be one of tiny, small, base (got %q)", name)
+}

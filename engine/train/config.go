@@ -103,8 +103,9 @@ type Config struct {
 	// expressions in here.
 	Reward func(t *rollout.Trajectory, group []*rollout.Trajectory) (float64, error) `json:"-"`
 	// GroupScore, when set, replaces the filter metric: it scores a group
-	// from its members' rewards, and the top Algo.FilterRatio are kept.
-	GroupScore algo.ScoreFunc `json:"-"`
+	// from its trajectories and their rewards, and the top Algo.FilterRatio
+	// are kept. An error stops the run, naming the group.
+	GroupScore func(group []*rollout.Trajectory, rewards []float64) (float64, error) `json:"-"`
 }
 
 // WarmStart is the supervised fine-tuning on demonstrations that stands in
@@ -160,16 +161,9 @@ func Default() Config {
 
 // ModelConfig returns the policy's architecture for a vocabulary size.
 func (c *Config) ModelConfig(vocab int) (model.Config, error) {
-	var m model.Config
-	switch c.Model {
-	case "tiny":
-		m = model.Tiny()
-	case "small":
-		m = model.Small()
-	case "base":
-		m = model.Base()
-	default:
-		return m, fmt.Errorf("model: must be one of tiny, small, base (got %q)", c.Model)
+	m, err := model.Preset(c.Model)
+	if err != nil {
+		return m, err
 	}
 	m.VocabSize = vocab
 	m.MaxPositions = c.ContextLength

@@ -41,7 +41,9 @@ type MonitorConfig struct {
 	// multiple of its running median over the last Window steps (5).
 	GradSpike float64 `json:"grad_spike"`
 	// RewardDrop fires "reward_drop" when the smoothed reward falls by this
-	// fraction of its rise (peak − first value) below its peak (0.5).
+	// fraction of its rise (peak − first value) below its peak (0.5). A
+	// rise within the noise — less than 3× the median step-to-step change
+	// of the raw reward over the last Window steps — does not count.
 	RewardDrop float64 `json:"reward_drop"`
 	// Window of the running median (10).
 	Window int `json:"window"`
@@ -83,16 +85,18 @@ func (c MonitorConfig) Validate() error {
 // Monitor watches a run's metrics step by step. Each detector fires once,
 // and again only after its signal has recovered.
 type Monitor struct {
-	cfg   MonitorConfig
-	steps int
-	ema   map[string]float64
-	peak  map[string]float64
-	first map[string]float64
-	armed map[string]bool // detector → may fire
-	grads []float64       // last Window gradient norms
-	prevH float64         // previous entropy
-	prevD float64         // previous entropy change
-	swing int             // consecutive sign reversals
+	cfg        MonitorConfig
+	steps      int
+	ema        map[string]float64
+	peak       map[string]float64
+	first      map[string]float64
+	armed      map[string]bool // detector → may fire
+	grads      []float64       // last Window gradient norms
+	jumps      []float64       // last Window |Δ reward| of the raw reward
+	lastReward float64         // previous raw reward
+	prevH      float64         // previous entropy
+	prevD      float64         // previous entropy change
+	swing      int             // consecutive sign reversals
 }
 
 // NewMonitor returns a monitor with no history.
@@ -165,9 +169,22 @@ func (m *Monitor) Observe(s metrics.Step) []metrics.Event {
 			m.grads = m.grads[1:]
 		}
 	}
+	raw, hadRaw := m.lastReward, m.steps > 1
 	if r, peak, first, ok := smooth(metrics.RewardMean); ok {
+		x := s.Values[metrics.RewardMean]
+		if hadRaw {
+			m.jumps = append(m.jumps, math.Abs(x-raw))
+			if len(m.jumps) > m.cfg.Window {
+				m.jumps = m.jumps[1:]
+			}
+		}
+		m.lastReward = x
+		noise := 0.0
+		if len(m.jumps) > 0 {
+			noise = median(m.jumps)
+		}
 		rise := peak - first
-		fire("reward_drop", rise > 1e-6 && r < peak-m.cfg.RewardDrop*rise,
+		fire("reward_drop", rise > 1e-6 && rise > 3*noise && r < peak-m.cfg.RewardDrop*rise,
 			fmt.Sprintf("reward fell to %.3g after a peak of %.3g", r, peak),
 			map[string]float64{"reward": r, "peak": peak})
 	}

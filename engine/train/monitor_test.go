@@ -58,3 +58,10 @@ func TestMonitorOscillation(t *testing.T) {
 		t.Fatalf("no entropy_oscillation: %v", got)
 	}
 }
+
+func TestMonitorRewardNoiseDoesNotFire(t *testing.T) {
+	noisy := []float64{0.009, 0.078, 0.002, 0.044, 0.027, 0.008, 0.006, 0.002, 0.034, -0.014, -0.02, 0.006}
+	if got := feed(metrics.RewardMean, noisy...); got["reward_drop"] != 0 {
+		t.Fatalf("reward noise fired reward_drop at step %d", got["reward_drop"])
+	}
+}

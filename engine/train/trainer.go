@@ -176,7 +176,25 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 		for i, tr := range trajs {
 			groups[i] = tr.Group
 		}
-		fr, err := algo.FilterGroups(&cfg.Algo, rewards, groups, cfg.GroupScore)
+		var score algo.ScoreFunc
+		var scoreErr error
+		if cfg.GroupScore != nil {
+			score = func(members []int, returns []float64) float64 {
+				group := make([]*rollout.Trajectory, len(members))
+				for k, i := range members {
+					group[k] = trajs[i]
+				}
+				v, err := cfg.GroupScore(group, returns)
+				if err != nil && scoreErr == nil {
+					scoreErr = fmt.Errorf("group %d (seed %d): %w", group[0].Group, group[0].EnvSeed, err)
+				}
+				return v
+			}
+		}
+		fr, err := algo.FilterGroups(&cfg.Algo, rewards, groups, score)
+		if scoreErr != nil {
+			err = scoreErr
+		}
 		if err != nil {
 			return metrics.Step{}, fmt.Errorf("step %d: filter: %w", step, err)
 		}

@@ -72,13 +72,15 @@ func main() {
 	fmt.Println("steps:", run.Steps(), "cached:", run.Cached)
 	fmt.Println("interpreted Step calls reached:", steps > 0)
 	fmt.Println("success rate recorded:", run.Metric("env/success_rate").Len())
+	_, png := run.Dashboard().MIMEBundle()["image/png"]
+	fmt.Println("dashboard has a PNG:", png, "checkpoints:", len(run.Checkpoints()))
 	again := exp.Train()
 	fmt.Println("second run cached:", again.Cached, "same key:", again.Key == run.Key)
 }
-
 
 // Output:
 // steps: 2 cached: false
 // interpreted Step calls reached: true
 // success rate recorded: 2
+// dashboard has a PNG: true checkpoints: 1
 // second run cached: true same key: true

@@ -10,6 +10,6 @@ func main() {
 }
 
 // Error:
-// reward expression: type dsl.Turn has no field rewrd (3:19)
+// reward expression: type turn has no field rewrd (3:19)
 //  |     : sum(turns, .rewrd)
 //  | ..................^

@@ -1,9 +1,10 @@
 // A sweep over two filter ratios, one step each: two runs, a comparison
-// table with one row per value.
+// table with one row per value; then two seeds of one setting.
 package main
 
 import (
 	"fmt"
+	"strings"
 
 	"ragen"
 )
@@ -30,6 +31,13 @@ func main() {
 	fmt.Println(t.Columns[:2], len(t.Rows))
 	again := ragen.Sweep(exp, "Filter.Ratio", 1.0, 0.5)
 	fmt.Println("cached:", again.Runs()[0].Cached, again.Runs()[1].Cached)
+
+	seeds := ragen.Seeds(exp, 2)
+	for _, r := range seeds.Runs() {
+		fmt.Println(r.Name, "steps:", r.Steps())
+	}
+	t = seeds.Table()
+	fmt.Println(t.Rows[0][:2], strings.Contains(t.Rows[0][2], " ± "))
 }
 
 // Output:
@@ -37,3 +45,6 @@ func main() {
 // Filter.Ratio=0.5 steps: 1 kept: [0.5]
 // [variant runs] 2
 // cached: true true
+// bandit(hi_name=Gambler, lo_name=Teacher) seed 1 steps: 1
+// bandit(hi_name=Gambler, lo_name=Teacher) seed 2 steps: 1
+// [bandit(hi_name=Gambler, lo_name=Teacher) 2] true

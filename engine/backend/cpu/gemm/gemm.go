@@ -223,7 +223,7 @@ func kBlock(k int) int {
 // partial panel is packed: packing A would cost about as much as the
 // arithmetic when n is small (attention's A·V, n = head size).
 func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
-	rows := useAsm && !g.transA
+	rows := useAsm && !g.transA && !crowdedRows(g.lda)
 	kb := kBlock(g.k)
 	for jc := 0; jc < n; jc += ncMax {
 		nc := min(ncMax, n-jc)
@@ -247,6 +247,26 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 			}
 		}
 	}
+}
+
+// crowdedRows reports whether more than two of a tile's mr rows of A, lda
+// floats apart, fall into the same set of a 4 KiB-periodic L1 (Zen 3: 64
+// sets of 64-byte lines, 8 ways). Read in place, such rows (lda a multiple
+// of 1024, say) evict each other and the B panel; packing A is then cheaper.
+func crowdedRows(lda int) bool {
+	const period, line = 4096, 64
+	for i := 0; i < mr; i++ {
+		same := 0
+		for j := 0; j < mr; j++ {
+			if d := ((j - i) * lda * 4) % period; d > -line && d < line {
+				same++
+			}
+		}
+		if same > 2 {
+			return true
+		}
+	}
+	return false
 }
 
 // macro runs the micro-kernel over the mc×nc block of C at (i0, j0) from

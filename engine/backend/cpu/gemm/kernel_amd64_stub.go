@@ -13,3 +13,8 @@ func kernelAVX2(kc int, a *float32, b *float32, c *float32, ldc int, alpha float
 // (lda in elements), k step p at offset p.
 // Requires AVX2 and FMA.
 func kernelAVX2Rows(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// packTrans8 sets dst[16p + r] = src[r·ld + p] for r < 8 and p < kc8, a multiple of 8
+// (ld in elements): 8 rows of a transposed B into 8 lanes of a packed 16-wide panel.
+// Requires AVX.
+func packTrans8(dst *float32, src *float32, ld int, kc8 int)

@@ -65,33 +65,40 @@ func (w *workspace) packB(g *problem, p0, kc, j0, nc int) []float32 {
 // packB packs the kc×nc block of op(B) at (p0, j0) into dst.
 func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
 	b, ldb := g.b, g.ldb
-	for q := 0; q*nr < nc; q++ {
-		pan := dst[q*nr*kc : (q+1)*nr*kc]
-		wd := min(nr, nc-q*nr)
-		if wd < nr {
-			clear(pan)
-		}
-		col0 := j0 + q*nr
-		if !g.transB {
-			// op(B)[p][j] = b[p·ldb + j]: nr consecutive values per p.
-			if wd == nr {
-				for p := 0; p < kc; p++ {
-					*(*[nr]float32)(pan[p*nr:]) = *(*[nr]float32)(b[(p0+p)*ldb+col0:])
-				}
-				continue
+	full := nc / nr * nr
+	if !g.transB {
+		// op(B)[p][j] = b[p·ldb + j]. Row by row: each stored row is read
+		// once, front to back, and its nr-wide pieces go to their panels.
+		// (Panel by panel would read nr values from each of kc rows ldb
+		// apart: a cache and TLB miss per 64 bytes when ldb is large.)
+		for p := 0; p < kc; p++ {
+			row := b[(p0+p)*ldb+j0 : (p0+p)*ldb+j0+nc]
+			for q := 0; q < full; q += nr {
+				*(*[nr]float32)(dst[q*kc+p*nr:]) = *(*[nr]float32)(row[q:])
 			}
-			for p := 0; p < kc; p++ {
-				src := b[(p0+p)*ldb+col0 : (p0+p)*ldb+col0+wd]
-				copy(pan[p*nr:p*nr+wd], src)
-			}
-			continue
 		}
+	} else {
 		// op(B)[p][j] = b[j·ldb + p]: one stored row per packed lane.
-		for j := 0; j < wd; j++ {
-			src := b[(col0+j)*ldb+p0 : (col0+j)*ldb+p0+kc]
-			d := pan[j:]
+		for j := 0; j < full; j++ {
+			src := b[(j0+j)*ldb+p0 : (j0+j)*ldb+p0+kc]
+			d := dst[(j/nr)*nr*kc+j%nr:]
 			for p, v := range src {
 				d[p*nr] = v
+			}
+		}
+	}
+	if full == nc {
+		return
+	}
+	// The last, partial panel: zero it, then fill its columns.
+	pan := dst[full*kc : full*kc+nr*kc]
+	clear(pan)
+	for j := 0; j < nc-full; j++ {
+		for p := 0; p < kc; p++ {
+			if g.transB {
+				pan[p*nr+j] = b[(j0+full+j)*ldb+p0+p]
+			} else {
+				pan[p*nr+j] = b[(p0+p)*ldb+j0+full+j]
 			}
 		}
 	}

@@ -72,7 +72,80 @@ func main() {
 		ADDQ(U32(4*steps), row3)
 	})
 
+	transposePack()
+
 	Generate()
+}
+
+// transposePack emits packTrans8, the packing of 8 stored rows of B (B
+// transposed: op(B)[p][j] = b[j·ldb + p]) into 8 lanes of a packed panel,
+// 8 k steps at a time through an 8×8 register transpose. The scalar loop it
+// replaces writes one float per cache line of the panel.
+func transposePack() {
+	TEXT("packTrans8", NOSPLIT, "func(dst, src *float32, ld, kc8 int)")
+	Doc(
+		"packTrans8 sets dst[16p + r] = src[r·ld + p] for r < 8 and p < kc8, a multiple of 8",
+		"(ld in elements): 8 rows of a transposed B into 8 lanes of a packed 16-wide panel.",
+		"Requires AVX.",
+	)
+	dst := Load(Param("dst"), RDI)
+	row0 := Load(Param("src"), RSI)
+	ld := Load(Param("ld"), R10)
+	kc := Load(Param("kc8"), RCX)
+	SHLQ(U8(2), ld)
+	row3, row6 := R9, R11
+	LEAQ(Mem{Base: row0, Index: ld, Scale: 2}, row3)
+	ADDQ(ld, row3) // row0 + 3·ld
+	LEAQ(Mem{Base: row3, Index: ld, Scale: 2}, row6)
+	ADDQ(ld, row6) // row0 + 6·ld
+	rowAt := []Mem{
+		{Base: row0}, {Base: row0, Index: ld, Scale: 1}, {Base: row0, Index: ld, Scale: 2},
+		{Base: row3}, {Base: row3, Index: ld, Scale: 1}, {Base: row3, Index: ld, Scale: 2},
+		{Base: row6}, {Base: row6, Index: ld, Scale: 1},
+	}
+	r := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7}
+	t := []VecPhysical{Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
+
+	Label("block")
+	CMPQ(kc, U8(8))
+	JL(LabelRef("done"))
+	for i := range r {
+		VMOVUPS(rowAt[i], r[i])
+	}
+	// Interleave row pairs: t[2i] = (r[2i][0] r[2i+1][0] r[2i][1] r[2i+1][1] | same for 4,5),
+	// t[2i+1] the same for elements 2,3 | 6,7.
+	for i := 0; i < 4; i++ {
+		VUNPCKLPS(r[2*i+1], r[2*i], t[2*i])
+		VUNPCKHPS(r[2*i+1], r[2*i], t[2*i+1])
+	}
+	// Gather 4 rows per element: r[e] for e = 0…3 holds element e (and e+4 in
+	// the upper half) of rows 0–3, r[4+e] of rows 4–7.
+	for h := 0; h < 2; h++ {
+		lo, hi := t[4*h], t[4*h+2]
+		lo1, hi1 := t[4*h+1], t[4*h+3]
+		VSHUFPS(U8(0x44), hi, lo, r[4*h+0])
+		VSHUFPS(U8(0xEE), hi, lo, r[4*h+1])
+		VSHUFPS(U8(0x44), hi1, lo1, r[4*h+2])
+		VSHUFPS(U8(0xEE), hi1, lo1, r[4*h+3])
+	}
+	// Join the 128-bit halves: column e of the 8 rows, stored at k step e.
+	for e := 0; e < 4; e++ {
+		VPERM2F128(U8(0x20), r[4+e], r[e], t[e])
+		VPERM2F128(U8(0x31), r[4+e], r[e], t[4+e])
+	}
+	for e := 0; e < 8; e++ {
+		VMOVUPS(t[e], Mem{Base: dst, Disp: 64 * e})
+	}
+	ADDQ(U32(32), row0)
+	ADDQ(U32(32), row3)
+	ADDQ(U32(32), row6)
+	ADDQ(U32(8*64), dst)
+	SUBQ(U8(8), kc)
+	JMP(LabelRef("block"))
+
+	Label("done")
+	VZEROUPPER()
+	RET()
 }
 
 // kernelBody emits the loop and the store of a kernel. aAt(s, i) is the
