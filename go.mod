@@ -23,6 +23,7 @@ require (
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/traefik/yaegi v0.16.1 // indirect
 	github.com/xtgo/set v1.0.0 // indirect
+	github.com/yuin/goldmark v1.8.7 // indirect
 	go4.org/unsafe/assume-no-moving-gc v0.0.0-20231121144256-b99613f794b6 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/mod v0.27.0 // indirect

@@ -11,6 +11,13 @@
 //	run := exp.Train()
 //	run.Dashboard()
 //
+// The policy is a size preset trained here from a warm start (Model:
+// "tiny"), or a model to start from: a Hugging Face checkpoint, whose chat
+// template then lays out the prompts, or a checkpoint of ours:
+//
+//	exp.Model = ragen.Pretrained("models/Qwen2.5-0.5B-Instruct")
+//	exp.Model = ragen.Checkpoint(run.Checkpoints()[0])
+//
 // An environment defined in a cell implements Env (envs.Env and its expert,
 // envs.Expert, whose demonstrations the warm start learns from) and is
 // trained exactly like a built-in one:

@@ -2,9 +2,12 @@ package dsl
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ragen-go/ragen/engine/rollout"
 	"github.com/ragen-go/ragen/envs"
@@ -165,6 +168,7 @@ func TestSetField(t *testing.T) {
 		{"GroupSize", 4.0, ""},
 		{"Seed", 3, ""},
 		{"Algo.AdvEstimator", "grpo", ""},
+		{"Model", "tiny", ""},
 		{"GroupSize", 2.5, "GroupSize is int: cannot set it to float64 2.5"},
 		{"Algo.AdvEstimator", 1, "Algo.AdvEstimator is string: cannot set it to int 1"},
 		{"Steps.X", 1, `Steps is int, not a struct: no field "X"`},
@@ -175,7 +179,7 @@ func TestSetField(t *testing.T) {
 			t.Errorf("%s = %v: err %q, want %q", c.path, c.v, got, c.err)
 		}
 	}
-	if e.Filter.Ratio != 1 || *e.Filter.Above != 0.1 || e.GroupSize != 4 || e.Seed != 3 || e.Algo.AdvEstimator != "grpo" {
+	if e.Filter.Ratio != 1 || *e.Filter.Above != 0.1 || e.GroupSize != 4 || e.Seed != 3 || e.Algo.AdvEstimator != "grpo" || e.Model != "tiny" {
 		t.Errorf("after sets: %+v", e)
 	}
 }
@@ -280,5 +284,72 @@ func TestFilterApply(t *testing.T) {
 	}
 	if got := e.Filter.String(); got != `Filter("std_rev", TopP(0.5), DropZeroStd())` {
 		t.Errorf("String() = %s", got)
+	}
+}
+
+// Model: Pretrained(dir) and Checkpoint(dir) start from a loaded model,
+// without a warm start unless asked; the run cache key follows the files.
+func TestLoadedModels(t *testing.T) {
+	dir := t.TempDir()
+	src := "../engine/hf/testdata/qwen2_untied_f32"
+	for _, name := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
+		data, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := Experiment{Env: Bandit(), Model: Pretrained(dir)}
+	c, err := e.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Pretrained != dir || c.Init != "" || c.WarmStart.Steps != 0 {
+		t.Fatalf("Pretrained: config pretrained %q init %q warm start %d", c.Pretrained, c.Init, c.WarmStart.Steps)
+	}
+	e.WarmStart.Steps = 5
+	if c, _ := e.Config(); c.WarmStart.Steps != 5 {
+		t.Fatalf("an explicit WarmStart.Steps gave %d", c.WarmStart.Steps)
+	}
+	key := func(e Experiment) string {
+		t.Helper()
+		c, err := e.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := e.key(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	k1 := key(e)
+	if key(e) != k1 {
+		t.Fatal("the cache key is not stable")
+	}
+	cfgPath := filepath.Join(dir, "config.json")
+	data, _ := os.ReadFile(cfgPath)
+	os.WriteFile(cfgPath, append(data, ' '), 0o644)
+	if key(e) == k1 {
+		t.Fatal("editing config.json did not change the cache key")
+	}
+	later := time.Now().Add(time.Hour)
+	k2 := key(e)
+	os.Chtimes(filepath.Join(dir, "model.safetensors"), later, later)
+	if key(e) == k2 {
+		t.Fatal("rewriting the weights did not change the cache key")
+	}
+
+	if _, err := (Experiment{Env: Bandit(), Model: Checkpoint(t.TempDir())}).Config(); err == nil || !strings.HasPrefix(err.Error(), "Model: ") || !strings.Contains(err.Error(), "is no checkpoint") {
+		t.Errorf("a checkpoint directory without a model: %v", err)
+	}
+	if _, err := (Experiment{Env: Bandit(), Model: Pretrained("")}).Config(); err == nil || !strings.HasPrefix(err.Error(), "Model: pretrained: ") {
+		t.Errorf("an empty directory: %v", err)
+	}
+	c, err = Experiment{Env: Bandit(), Model: "tiny"}.Config()
+	if err != nil || c.Model != "tiny" || c.Pretrained != "" || c.WarmStart.Steps == 0 {
+		t.Errorf("a preset: %+v, %v", c, err)
 	}
 }

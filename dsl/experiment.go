@@ -31,11 +31,16 @@ type Experiment struct {
 	// zero = StarPOS().
 	Algo Algo
 
-	// Model is the policy's size preset: tiny | small | base ("" = small).
-	Model string
-	// ContextLength is the longest conversation in tokens (1024).
+	// Model is the policy: a size preset, "tiny" | "small" | "base", warm
+	// started on demonstrations ("" = "small"), or a model to start from,
+	// Pretrained(dir) (a Hugging Face checkpoint such as
+	// Qwen2.5-0.5B-Instruct) or Checkpoint(dir) (one of ours).
+	Model ModelSpec
+	// ContextLength is the longest conversation in tokens (1024); a loaded
+	// model keeps its own.
 	ContextLength int
-	// VocabSize of the BPE vocabulary trained on the environment's text (512).
+	// VocabSize of the BPE vocabulary trained on the environment's text
+	// (512); a loaded model keeps its own tokenizer.
 	VocabSize int
 
 	// Groups × GroupSize trajectories per step; a group shares one initial
@@ -79,7 +84,8 @@ type Experiment struct {
 
 // WarmStart sets the supervised warm start; zero fields take the defaults.
 type WarmStart struct {
-	// Steps of fine-tuning (300); set Skip to start from random weights.
+	// Steps of fine-tuning (300; 0 for a Pretrained or Checkpoint model);
+	// set Skip to start from random weights.
 	Steps int
 	Skip  bool
 	// Episodes of expert play to learn from (512).
@@ -185,8 +191,20 @@ func (e Experiment) Config() (train.Config, error) {
 	if e.Seed != 0 {
 		c.Seed = e.Seed
 	}
-	if e.Model != "" {
-		c.Model = e.Model
+	if kind, dir := e.Model.source(); kind != "" {
+		if dir == "" {
+			return c, &FieldError{"Model", kind + ": the model directory is empty"}
+		}
+		if kind == "pretrained" {
+			c.Pretrained = dir
+		} else {
+			c.Init = dir
+		}
+		if e.WarmStart.Steps == 0 { // a loaded model needs no warm start
+			c.WarmStart.Steps = 0
+		}
+	} else if e.Model != "" {
+		c.Model = string(e.Model)
 	}
 	switch e.RewardErrors {
 	case "", FailRun, UseZero:
@@ -235,7 +253,7 @@ func (e *Experiment) compile() error {
 
 // trainField maps the trainer's error keys to the Experiment's fields.
 var trainField = map[string]string{
-	"model": "Model", "context_length": "ContextLength", "vocab_size": "VocabSize",
+	"model": "Model", "pretrained": "Model", "init": "Model", "context_length": "ContextLength", "vocab_size": "VocabSize",
 	"steps": "Steps", "env_groups": "Groups", "group_size": "GroupSize",
 	"max_tokens_per_turn": "TokensPerTurn",
 	"temperature":         "Temperature", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches",

@@ -159,13 +159,18 @@ func (h *hooks) scorer(f *FilterRule) func(group []*rollout.Trajectory, returns 
 // key hashes everything that determines a run's result.
 func (e Experiment) key(cfg *train.Config) (string, error) {
 	f := e.Filter
+	model, err := e.Model.identity()
+	if err != nil {
+		return "", fmt.Errorf("run cache: Model: %w", err)
+	}
 	b, err := json.Marshal(struct {
 		Version      int
 		Config       *train.Config
 		Reward       string
 		RewardErrors string
 		Filter       string
-	}{cacheVersion, cfg, e.Reward.Source, e.RewardErrors, f.String()})
+		Model        string `json:",omitempty"` // a loaded model's files
+	}{cacheVersion, cfg, e.Reward.Source, e.RewardErrors, f.String(), model})
 	if err != nil {
 		return "", fmt.Errorf("run cache: %w", err)
 	}

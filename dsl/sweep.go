@@ -154,14 +154,18 @@ func fieldNames(t reflect.Type) string {
 	return strings.Join(names, ", ")
 }
 
-// convertTo converts v to t: assignable values as they are, numbers when
-// exact (2 → 2.0, 2.0 → 2, not 2.5 → int).
+// convertTo converts v to t: assignable values as they are, strings to
+// string types ("small" → ModelSpec), numbers when exact (2 → 2.0, 2.0 → 2,
+// not 2.5 → int).
 func convertTo(v reflect.Value, t reflect.Type) (reflect.Value, error) {
 	if !v.IsValid() {
 		return v, fmt.Errorf("nil")
 	}
 	if v.Type().AssignableTo(t) {
 		return v, nil
+	}
+	if v.Kind() == reflect.String && t.Kind() == reflect.String {
+		return v.Convert(t), nil
 	}
 	isNum := func(k reflect.Kind) bool {
 		return k >= reflect.Int && k <= reflect.Float64

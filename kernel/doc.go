@@ -21,7 +21,10 @@
 // verify is logged and dropped. After a failed cell, execute requests
 // already queued are answered "aborted" (unless stop_on_error is false).
 // Output is batched into stream messages (64 KiB or 50 ms) and the PUB
-// socket's high-water mark is raised, so nothing is dropped. stdin
+// socket's high-water mark is raised, so nothing is dropped. Output is
+// captured at the file-descriptor level while a cell runs, so prints of
+// compiled code are caught too; what a goroutine left running writes after
+// its cell ended goes to the kernel's own stdout and stderr. stdin
 // (input_request) is not supported: reading os.Stdin in a cell gives EOF.
 //
 // # Cells
@@ -43,8 +46,12 @@
 // line and a caret. A panic becomes an error with the interpreted frames
 // and their lines; the session keeps its state. os.Exit and log.Fatal in a
 // cell are an error, not the end of the kernel. A panic in a goroutine a
-// cell started is not recovered by yaegi and ends the process (Jupyter
-// restarts the kernel); the runtime's report goes to the kernel's log.
+// cell started is recovered too (the session rewrites go statements so the
+// goroutine recovers): the running cell fails with it, or, if its cell had
+// ended, the next cell says so on stderr. A panic in a goroutine started by
+// compiled code cannot be caught from outside and ends the process
+// (Jupyter restarts the kernel); the runtime's report goes to the kernel's
+// log, not into the dead cell's captured stderr.
 //
 // # Display
 //
@@ -66,7 +73,9 @@
 // the running cell. The first interrupt cancels the cell's context
 // (cellctx.Context), so compiled calls that honour it (training) return at
 // their next safe point; after one second, or at a second interrupt, the
-// interpreter itself is stopped, which ends interpreted loops. A compiled
+// interpreter itself is stopped, which ends interpreted loops. A cell in
+// which nothing asked for cellctx.Context is stopped at the first
+// interrupt, without waiting. A compiled
 // call that ignores its context cannot be stopped; the cell is reported as
 // interrupted and the call finishes in the background.
 package kernel

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,6 +44,8 @@ type Kernel struct {
 	shell, control, stdin, iopub, hb zmq4.Socket
 
 	iopubCh chan iopubItem
+	stopPub chan struct{} // closed by serve when it ends: the publisher stops
+	pubDone chan struct{} // closed by the publisher when it stops: pub no longer blocks
 	shellCh chan *wire.Message
 
 	mu       sync.Mutex // guards count and history
@@ -88,19 +91,12 @@ func Run(ctx context.Context, connFile string, opts Options) error {
 		logger:   opts.Log,
 		setup:    opts.Setup,
 		iopubCh:  make(chan iopubItem, 4096),
+		stopPub:  make(chan struct{}),
+		pubDone:  make(chan struct{}),
 		shellCh:  make(chan *wire.Message, 1024),
 		shutdown: make(chan struct{}),
 	}
 	return k.serve(ctx)
-}
-
-// stderrCopy is a duplicate of fd 2, so the kernel's log is not captured
-// as cell output while a cell runs.
-func stderrCopy() *os.File {
-	if fd, err := syscall.Dup(2); err == nil {
-		return os.NewFile(uintptr(fd), "stderr")
-	}
-	return os.Stderr
 }
 
 func (k *Kernel) serve(ctx context.Context) error {
@@ -118,11 +114,14 @@ func (k *Kernel) serve(ctx context.Context) error {
 	}
 	k.sess = sess
 
-	k.shell = zmq4.NewRouter(ctx)
-	k.control = zmq4.NewRouter(ctx)
-	k.stdin = zmq4.NewRouter(ctx)
-	k.iopub = zmq4.NewPub(ctx)
-	k.hb = zmq4.NewRep(ctx)
+	// zmq4 logs to os.Stderr by default, which is a cell's stderr while a
+	// cell runs: give it the kernel's log.
+	logOpt := zmq4.WithLogger(k.logger)
+	k.shell = zmq4.NewRouter(ctx, logOpt)
+	k.control = zmq4.NewRouter(ctx, logOpt)
+	k.stdin = zmq4.NewRouter(ctx, logOpt)
+	k.iopub = zmq4.NewPub(ctx, logOpt)
+	k.hb = zmq4.NewRep(ctx, logOpt)
 	if err := k.iopub.SetOption(zmq4.OptionHWM, iopubHWM); err != nil {
 		return fmt.Errorf("iopub: %w", err)
 	}
@@ -138,9 +137,7 @@ func (k *Kernel) serve(ctx context.Context) error {
 		defer s.sock.Close()
 	}
 
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); k.publish() }()
+	go k.publish()
 	go k.heartbeat()
 	go k.read(k.shell, "shell", func(m *wire.Message) { k.shellCh <- m })
 	go k.read(k.control, "control", func(m *wire.Message) { k.handle(k.control, m) })
@@ -183,8 +180,8 @@ func (k *Kernel) serve(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	k.syncIOPub()
-	close(k.iopubCh)
-	wg.Wait()
+	close(k.stopPub)
+	<-k.pubDone
 	return nil
 }
 
@@ -226,7 +223,14 @@ func (k *Kernel) heartbeat() {
 
 // publish owns the PUB socket: every IOPub message goes through it, in order.
 func (k *Kernel) publish() {
-	for it := range k.iopubCh {
+	defer close(k.pubDone)
+	for {
+		var it iopubItem
+		select {
+		case it = <-k.iopubCh:
+		case <-k.stopPub:
+			return
+		}
 		if it.synced != nil {
 			close(it.synced)
 			continue
@@ -245,15 +249,25 @@ func (k *Kernel) publish() {
 
 // pub queues an IOPub message with the given parent header.
 func (k *Kernel) pub(msgType string, parent json.RawMessage, content any) {
-	k.iopubCh <- iopubItem{msgType: msgType, parent: parent, content: content}
+	select {
+	case k.iopubCh <- iopubItem{msgType: msgType, parent: parent, content: content}:
+	case <-k.pubDone: // shut down: dropped
+	}
 }
 
 // syncIOPub returns once every IOPub message queued before it was sent, so
 // that outputs precede the reply that ends a request.
 func (k *Kernel) syncIOPub() {
 	done := make(chan struct{})
-	k.iopubCh <- iopubItem{synced: done}
-	<-done
+	select {
+	case k.iopubCh <- iopubItem{synced: done}:
+	case <-k.pubDone:
+		return
+	}
+	select {
+	case <-done:
+	case <-k.pubDone:
+	}
 }
 
 // reply sends a reply to m on the socket m came from.
@@ -270,11 +284,17 @@ func (k *Kernel) reply(sock zmq4.Socket, m *wire.Message, msgType string, conten
 	}
 }
 
-// handle serves one request between status busy and idle.
+// handle serves one request between status busy and idle. A failure of
+// ours while serving it is logged; the kernel goes on.
 func (k *Kernel) handle(sock zmq4.Socket, m *wire.Message) {
 	parent := m.RawHeader
 	k.pub("status", parent, map[string]any{"execution_state": "busy"})
 	defer k.pub("status", parent, map[string]any{"execution_state": "idle"})
+	defer func() {
+		if r := recover(); r != nil {
+			k.logger.Printf("%s: internal error: %v\n%s", m.Header.MsgType, r, debug.Stack())
+		}
+	}()
 	t := m.Header.MsgType
 	switch t {
 	case "kernel_info_request":

@@ -15,6 +15,7 @@ func init() {
 		"New":       reflect.ValueOf(model.New),
 		"NewBuffer": reflect.ValueOf(model.NewBuffer),
 		"NewLayout": reflect.ValueOf(model.NewLayout),
+		"Preset":    reflect.ValueOf(model.Preset),
 		"Small":     reflect.ValueOf(model.Small),
 		"Tiny":      reflect.ValueOf(model.Tiny),
 

@@ -10,6 +10,7 @@ import (
 func init() {
 	Symbols["github.com/ragen-go/ragen/engine/rollout/rollout"] = map[string]reflect.Value{
 		// function, constant and variable definitions
+		"ChatML":    reflect.ValueOf(rollout.ChatML),
 		"DemoText":  reflect.ValueOf(rollout.DemoText),
 		"FirstText": reflect.ValueOf(rollout.FirstText),
 		"FromDemo":  reflect.ValueOf(rollout.FromDemo),

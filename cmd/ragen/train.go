@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ragen-go/ragen/engine/algo"
+	"github.com/ragen-go/ragen/engine/backend"
 	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/train"
 	"github.com/ragen-go/ragen/envs"
@@ -37,6 +38,7 @@ func runTrain(args []string) error {
 	fs.StringVar(&c.Env, "env", c.Env, "environment: "+strings.Join(envs.Names(), " | "))
 	fs.Var(&opts, "opt", "environment option key=value (repeatable), e.g. -opt dim=6 -opt boxes=1")
 	fs.StringVar(&c.Model, "model", c.Model, "model preset: tiny | small | base")
+	fs.StringVar(&c.Backend, "backend", c.Backend, "compute backend: "+strings.Join(backend.Names(), " | "))
 	fs.IntVar(&c.Steps, "steps", c.Steps, "training steps")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "experiment seed")
 	fs.IntVar(&c.EnvGroups, "groups", c.EnvGroups, "environment groups per step (one initial state each)")
@@ -44,6 +46,9 @@ func runTrain(args []string) error {
 	fs.IntVar(&c.ValEpisodes, "val", c.ValEpisodes, "validation episodes on held-out seeds (0: none)")
 	fs.IntVar(&c.ValEvery, "val-every", c.ValEvery, "validate every N steps")
 	fs.Float64Var(&c.ActorLR, "lr", c.ActorLR, "actor learning rate")
+	fs.Float64Var(&c.CriticLR, "critic-lr", c.CriticLR, "critic learning rate")
+	fs.IntVar(&c.MiniBatches, "minibatches", c.MiniBatches, "optimizer steps per PPO epoch")
+	fs.IntVar(&c.PPOEpochs, "epochs", c.PPOEpochs, "PPO epochs over each step's rollouts")
 	fs.IntVar(&c.WarmStart.Steps, "sft-steps", c.WarmStart.Steps, "warm-start fine-tuning steps (0: none)")
 	fs.StringVar(&c.RunDir, "run", "", "run directory for config, metrics.jsonl, events and checkpoints")
 	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", 0, "checkpoint every N steps (0: at the end only)")

@@ -82,6 +82,13 @@ type Backend interface {
 	// AttentionBackward accumulates dq, dk, dv; datt is scratch of
 	// AttentionSize(lens, nH) floats.
 	AttentionBackward(dq, dk, dv, datt, dout, att, q, k, v Buffer, lens []int, nH, nKV, hd int)
+	// AppendKV writes row s of k and v (S rows of KV) into sequence s's
+	// cache slot lens[s]−1 (caches: [S, maxLen, KV]).
+	AppendKV(kc, vc, k, v Buffer, lens []int, KV, maxLen int)
+	// AttendCached is one decoding step of attention: the query row of each
+	// sequence s (q: [S, nH·hd]) against the first lens[s] keys and values of
+	// its cache; att is scratch of S·nH·maxLen floats.
+	AttendCached(out, att, q, kc, vc Buffer, lens []int, nH, nKV, hd, maxLen int)
 	// SwiGLUForward is out = silu(gate)·up over n floats.
 	SwiGLUForward(out, gate, up Buffer, n int)
 	// SwiGLUBackward accumulates dgate and dup.

@@ -126,6 +126,26 @@ func (*CPU) AttentionBackward(dq, dk, dv, datt, dout, att, q, k, v Buffer, lens 
 	cpu.AttentionBackward(h(dq), h(dk), h(dv), h(datt), h(dout), h(att), h(q), h(k), h(v), lens, nH, nKV, hd)
 }
 
+func (*CPU) AppendKV(kc, vc, k, v Buffer, lens []int, KV, maxLen int) {
+	for s, L := range lens {
+		dst := (s*maxLen + L - 1) * KV
+		copy(h(kc)[dst:dst+KV], h(k)[s*KV:s*KV+KV])
+		copy(h(vc)[dst:dst+KV], h(v)[s*KV:s*KV+KV])
+	}
+}
+
+func (*CPU) AttendCached(out, att, q, kc, vc Buffer, lens []int, nH, nKV, hd, maxLen int) {
+	C, KV := nH*hd, nKV*hd
+	parallel.For(len(lens)*nH, 1, func(_, lo, hi int) {
+		for task := lo; task < hi; task++ {
+			s, hh := task/nH, task%nH
+			L, g := lens[s], hh/(nH/nKV)
+			kv := s*maxLen*KV + g*hd
+			cpu.AttendHead(h(out)[s*C+hh*hd:], h(att)[task*maxLen:], h(q)[s*C+hh*hd:], h(kc)[kv:], h(vc)[kv:], 1, L-1, hd, C, KV, C)
+		}
+	})
+}
+
 func (*CPU) SwiGLUForward(out, gate, up Buffer, n int) {
 	cpu.SwiGLUForward(h(out), h(gate), h(up), n)
 }

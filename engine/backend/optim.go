@@ -118,3 +118,24 @@ func MatmulBackward(b Backend, dinp, dweight, dbias, dout, inp, weight Buffer, N
 		b.ColumnSum(dbias, dout, N, OC)
 	}
 }
+
+// RelErr is max|got − want| / max|want| (0 when both are all zeros): the
+// error measure of the parity tests, scaled by the largest value so that
+// entries near zero do not dominate.
+func RelErr(got, want []float32) float64 {
+	if len(got) != len(want) {
+		return math.Inf(1)
+	}
+	var d, m float64
+	for i := range want {
+		d = max(d, math.Abs(float64(got[i])-float64(want[i])))
+		m = max(m, math.Abs(float64(want[i])))
+	}
+	if math.IsNaN(d) {
+		return math.Inf(1)
+	}
+	if m == 0 {
+		return d
+	}
+	return d / m
+}

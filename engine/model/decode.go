@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/ragen-go/ragen/engine/backend/cpu"
+	"github.com/ragen-go/ragen/engine/backend/cpu/gemm"
 	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
 )
 
@@ -19,12 +20,18 @@ import (
 //     chunk runs, attending to the cached prefix),
 //  4. generates again, and removes sequences when their episode ends.
 //
-// Sequences are named by caller-chosen ids. A Decoder reads the model's
-// parameters and has its own scratch, so it must not run while the same
-// Model is being updated. Not safe for concurrent use.
+// Sequences are named by caller-chosen ids. A Decoder has its own scratch
+// and its own copy of the weight matrices, packed once at creation for the
+// matrix kernel (a decoding step multiplies only a few rows by each weight,
+// so packing them at every step cost as much as the products). It therefore
+// keeps using the parameters the Model had when NewDecoder ran: create a new
+// Decoder after the parameters change (a rollout creates one per call).
+// Not safe for concurrent use.
 type Decoder struct {
-	m    *Model
-	seqs map[int]*cacheSeq
+	m      *Model
+	seqs   map[int]*cacheSeq
+	layers []packedLayer
+	lmHead *gemm.PackedB
 
 	// Scratch for one Append, grown to the largest step and reused.
 	pos                   []int
@@ -37,20 +44,41 @@ type Decoder struct {
 	logits                []float32 // [B, V]
 }
 
-// cacheSeq is one sequence's cache: per layer, keys (after RoPE) and values
-// of its first n tokens, rows of KV floats.
+// packedLayer is one block's weight matrices packed for the matrix kernel
+// (biases and norms are used from the Model).
+type packedLayer struct {
+	q, k, v, o, gate, up, down *gemm.PackedB
+}
+
+// cacheSeq is one sequence's cache: per layer, keys (after RoPE) of its
+// first n tokens as rows of KV floats, and values transposed — channel c of
+// position j at v[c·cap+j] — so that a decoding step's p·v is a product of
+// stored rows (cpu.AttendLast).
 type cacheSeq struct {
 	k, v    [][]float32 // [layer][cap·KV]
+	cap     int         // positions the caches hold
 	n       int         // tokens in the cache
 	pending []int       // tokens known but not yet run (the last token Generate sampled)
 }
 
-// NewDecoder returns an empty decoder for m. The model needs an LM head.
+// NewDecoder returns an empty decoder for m, with m's current weights
+// packed (see Decoder). The model needs an LM head.
 func (m *Model) NewDecoder() (*Decoder, error) {
-	if !m.Config.LMHead {
+	c := m.Config
+	if !c.LMHead {
 		return nil, errors.New("decoder: the model has no LM head (lm_head: false)")
 	}
-	return &Decoder{m: m, seqs: map[int]*cacheSeq{}}, nil
+	dm, C, KV, I := c.HiddenSize, c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim(), c.IntermediateSize
+	d := &Decoder{m: m, seqs: map[int]*cacheSeq{}, layers: make([]packedLayer, len(m.p.layers))}
+	for l, w := range m.p.layers {
+		d.layers[l] = packedLayer{
+			q: cpu.PackWeight(w.q, dm, C), k: cpu.PackWeight(w.k, dm, KV), v: cpu.PackWeight(w.v, dm, KV),
+			o: cpu.PackWeight(w.o, C, dm), gate: cpu.PackWeight(w.gate, dm, I),
+			up: cpu.PackWeight(w.up, dm, I), down: cpu.PackWeight(w.down, I, dm),
+		}
+	}
+	d.lmHead = cpu.PackWeight(m.p.lmHead, dm, c.VocabSize)
+	return d, nil
 }
 
 // Len returns the number of tokens of sequence id (0 if unknown).
@@ -148,14 +176,19 @@ func (d *Decoder) Append(ids []int, chunks [][]int) ([]float32, error) {
 func (d *Decoder) reserve(s *cacheSeq, n int) {
 	c := d.m.Config
 	KV := c.NumKVHeads * c.HeadDim()
-	if len(s.k[0]) >= n*KV {
+	if s.cap >= n {
 		return
 	}
-	capacity := min(max(2*len(s.k[0])/KV, n, 16), c.MaxPositions)
+	capacity := min(max(2*s.cap, n, 16), c.MaxPositions)
 	for l := range s.k {
 		s.k[l] = append(make([]float32, 0, capacity*KV), s.k[l][:s.n*KV]...)[:capacity*KV]
-		s.v[l] = append(make([]float32, 0, capacity*KV), s.v[l][:s.n*KV]...)[:capacity*KV]
+		vt := make([]float32, capacity*KV)
+		for ch := 0; ch < KV; ch++ {
+			copy(vt[ch*capacity:ch*capacity+s.n], s.v[l][ch*s.cap:ch*s.cap+s.n])
+		}
+		s.v[l] = vt
 	}
+	s.cap = capacity
 }
 
 // step runs the packed new tokens through every block, writing their keys
@@ -173,43 +206,65 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 	d.x, d.ln, d.rstd, d.tmp = grow(d.x, N*dm), grow(d.ln, N*dm), grow(d.rstd, N), grow(d.tmp, N*dm)
 	d.q, d.attOut, d.k, d.v = grow(d.q, N*C), grow(d.attOut, N*C), grow(d.k, N*KV), grow(d.v, N*KV)
 	d.gate, d.up, d.h = grow(d.gate, N*I), grow(d.up, N*I), grow(d.h, N*I)
+	group := nH / nKV
+	// Scratch for attention scores: a prefill needs each head's n×(past+n)
+	// block, a single new token only AttendLast's scores per group.
 	rows, attOffs := make([]int, B), make([]int, B)
 	r, a := 0, 0
 	for i, n := range lens {
 		rows[i], attOffs[i] = r, a
 		r += n
-		a += nH * n * (past[i] + n)
+		if n == 1 {
+			a += nKV * cpu.AttendLastScratch(group, past[i]+1)
+		} else {
+			a += nH * n * (past[i] + n)
+		}
 	}
 	d.att = grow(d.att, a)
 
 	cpu.EmbeddingForward(d.x, tokens, m.p.embed, N, dm)
 	for l := range m.p.layers {
-		w := &m.p.layers[l]
+		w, pw := &m.p.layers[l], &d.layers[l]
 		cpu.RMSNormForward(d.ln, d.rstd, d.x, w.inNorm, N, dm, eps)
-		cpu.MatmulForward(d.q, d.ln, w.q, w.qb, N, dm, C)
-		cpu.MatmulForward(d.k, d.ln, w.k, w.kb, N, dm, KV)
-		cpu.MatmulForward(d.v, d.ln, w.v, w.vb, N, dm, KV)
+		cpu.MatmulForwardPacked(d.q, d.ln, pw.q, w.qb, N, dm, C)
+		cpu.MatmulForwardPacked(d.k, d.ln, pw.k, w.kb, N, dm, KV)
+		cpu.MatmulForwardPacked(d.v, d.ln, pw.v, w.vb, N, dm, KV)
 		cpu.RopeForward(d.q, m.cos, m.sin, d.pos, N, nH, hd)
 		cpu.RopeForward(d.k, m.cos, m.sin, d.pos, N, nKV, hd)
 		for i, s := range seqs {
 			copy(s.k[l][past[i]*KV:], d.k[rows[i]*KV:(rows[i]+lens[i])*KV])
-			copy(s.v[l][past[i]*KV:], d.v[rows[i]*KV:(rows[i]+lens[i])*KV])
+			vt := s.v[l]
+			for j := 0; j < lens[i]; j++ {
+				for ch, x := range d.v[(rows[i]+j)*KV : (rows[i]+j+1)*KV] {
+					vt[ch*s.cap+past[i]+j] = x
+				}
+			}
 		}
-		parallel.For(B*nH, 1, func(_, lo, hi int) {
+		// One task per (sequence, key/value head): the group's query heads
+		// read the same cached keys and values.
+		parallel.For(B*nKV, 1, func(_, lo, hi int) {
 			for task := lo; task < hi; task++ {
-				i, h := task/nH, task%nH
-				n, g, o := lens[i], h/(nH/nKV), rows[i]
-				att := d.att[attOffs[i]+h*n*(past[i]+n):]
-				cpu.AttendHead(d.attOut[o*C+h*hd:], att, d.q[o*C+h*hd:], seqs[i].k[l][g*hd:], seqs[i].v[l][g*hd:], n, past[i], hd, C, KV, C)
+				i, g := task/nKV, task%nKV
+				n, o, s, W := lens[i], rows[i], seqs[i], past[i]+lens[i]
+				kc, vt := s.k[l][g*hd:], s.v[l][g*hd*s.cap:]
+				if n == 1 {
+					h0 := g * group
+					cpu.AttendLast(d.attOut[o*C+h0*hd:], d.att[attOffs[i]+g*cpu.AttendLastScratch(group, W):], d.q[o*C+h0*hd:], kc, vt, group, W, hd, KV, s.cap)
+					continue
+				}
+				for h := g * group; h < (g+1)*group; h++ {
+					att := d.att[attOffs[i]+h*n*W:]
+					cpu.AttendHeadVT(d.attOut[o*C+h*hd:], att, d.q[o*C+h*hd:], kc, vt, n, past[i], hd, C, KV, s.cap, C)
+				}
 			}
 		})
-		cpu.MatmulForward(d.tmp, d.attOut, w.o, nil, N, C, dm)
+		cpu.MatmulForwardPacked(d.tmp, d.attOut, pw.o, nil, N, C, dm)
 		cpu.ResidualForward(d.x, d.tmp, d.x, N*dm)
 		cpu.RMSNormForward(d.ln, d.rstd, d.x, w.postNorm, N, dm, eps)
-		cpu.MatmulForward(d.gate, d.ln, w.gate, nil, N, dm, I)
-		cpu.MatmulForward(d.up, d.ln, w.up, nil, N, dm, I)
+		cpu.MatmulForwardPacked(d.gate, d.ln, pw.gate, nil, N, dm, I)
+		cpu.MatmulForwardPacked(d.up, d.ln, pw.up, nil, N, dm, I)
 		cpu.SwiGLUForward(d.h, d.gate, d.up, N*I)
-		cpu.MatmulForward(d.tmp, d.h, w.down, nil, N, I, dm)
+		cpu.MatmulForwardPacked(d.tmp, d.h, pw.down, nil, N, I, dm)
 		cpu.ResidualForward(d.x, d.tmp, d.x, N*dm)
 	}
 	// Only each sequence's last row predicts a token we need.
@@ -220,5 +275,5 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 	}
 	cpu.RMSNormForward(d.lastLn, d.lastStd, d.last, m.p.norm, B, dm, eps)
 	d.logits = grow(d.logits, B*V)
-	cpu.MatmulForward(d.logits, d.lastLn, m.p.lmHead, nil, B, dm, V)
+	cpu.MatmulForwardPacked(d.logits, d.lastLn, d.lmHead, nil, B, dm, V)
 }

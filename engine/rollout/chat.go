@@ -1,14 +1,17 @@
 package rollout
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/ragen-go/ragen/engine/hf"
+	"github.com/ragen-go/ragen/engine/sample"
 	"github.com/ragen-go/ragen/engine/tokenizer"
 	"github.com/ragen-go/ragen/envs"
 )
 
-// Chat renders a conversation in the ChatML template Qwen models use and
-// tokenizes it chunk by chunk:
+// Chat lays out a conversation in a chat template and tokenizes it chunk by
+// chunk. With ChatML (Qwen's template, and our own models'):
 //
 //	<|im_start|>system\n{system}<|im_end|>\n
 //	<|im_start|>user\n{intro + turn 1 state}<|im_end|>\n
@@ -19,70 +22,87 @@ import (
 // The agent samples only the response text; everything else, including the
 // <|im_end|> that closes its turn and the forced "<think>" that opens the
 // next one, is context (as RAGEN appends "<think>" after the generation
-// prompt).
+// prompt). The system turn is the template's default system message:
+// envs.SystemMessage for ChatML(), Qwen2.5's "You are Qwen, …" for its
+// checkpoints, none for Qwen3's.
+//
+// Nothing needs to be a single token. A response ends when its text
+// completes "</answer>" (sample.NewStringStopper): in a pretrained
+// vocabulary the tag is several tokens, spelled differently after a letter
+// or a space, and the token that closes it may run past it (">\n"), so no
+// fixed token sequence would do. With our trained vocabularies, where
+// </answer> is one added token, this is exactly stopping on that token.
 type Chat struct {
-	tok       *tokenizer.Tokenizer
-	think     bool
-	prefix    string // forced start of each response: "<think>" or "<answer>"
-	answerEnd int    // id of </answer>: the stop token
-	thinkEnd  int    // id of </think>
-	answerBeg int    // id of <answer>
+	tok    *tokenizer.Tokenizer
+	tmpl   *hf.ChatTemplate
+	think  bool
+	prefix string          // forced start of each response: "<think>" or "<answer>"
+	stop   *sample.Stopper // the response's text completes </answer>
 }
 
-// NewChat checks that the tokenizer has the ChatML markers and the
-// response tags as single tokens.
-func NewChat(tok *tokenizer.Tokenizer, think bool) (*Chat, error) {
-	sp := tok.SpecialIDs()
-	for _, s := range []struct {
-		name string
-		id   int
-	}{{tokenizer.ImStart, sp.ImStart}, {tokenizer.ImEnd, sp.ImEnd}, {tokenizer.AnswerStart, sp.AnswerStart},
-		{tokenizer.AnswerEnd, sp.AnswerEnd}, {tokenizer.ThinkStart, sp.ThinkStart}, {tokenizer.ThinkEnd, sp.ThinkEnd}} {
-		if s.id < 0 {
-			return nil, fmt.Errorf("rollout: the tokenizer has no single token for %s: train or load a tokenizer with the chat and response tags as added tokens", s.name)
-		}
+// ChatML is the template of our own models: plain ChatML whose system
+// message is envs.SystemMessage (what hf.Save writes for them).
+func ChatML() *hf.ChatTemplate {
+	return &hf.ChatTemplate{Source: hf.ChatMLTemplate(envs.SystemMessage), DefaultSystem: envs.SystemMessage, EOS: tokenizer.ImEnd}
+}
+
+// NewChat lays conversations out in tmpl (nil: ChatML()) for tok, with or
+// without the think block. The tokenizer must spell </answer> faithfully
+// (its tokens decode back to it), or a response could never end.
+func NewChat(tok *tokenizer.Tokenizer, tmpl *hf.ChatTemplate, think bool) (*Chat, error) {
+	if tok == nil {
+		return nil, errors.New("rollout: no tokenizer")
+	}
+	if tmpl == nil {
+		tmpl = ChatML()
+	}
+	if s, err := tok.Decode(tok.Encode(tokenizer.AnswerEnd)); err != nil || s != tokenizer.AnswerEnd {
+		return nil, fmt.Errorf("rollout: the tokenizer does not encode %s faithfully (it decodes back to %q, %v)", tokenizer.AnswerEnd, s, err)
+	}
+	text := func(id int) string {
+		s, _ := tok.Decode([]int{id}) // an unknown id has no text
+		return s
 	}
 	return &Chat{
-		tok: tok, think: think, prefix: envs.ResponsePrefix(think),
-		answerEnd: sp.AnswerEnd, thinkEnd: sp.ThinkEnd, answerBeg: sp.AnswerStart,
+		tok: tok, tmpl: tmpl, think: think, prefix: envs.ResponsePrefix(think),
+		stop: sample.NewStringStopper(text, []string{tokenizer.AnswerEnd}),
 	}, nil
 }
 
-// FirstText is the conversation up to the first response.
+// FirstText is the conversation up to the first response in our ChatML
+// template (ChatML()).
 func FirstText(d envs.Description, state string, actionsLeft int, think bool) string {
-	return firstContext(envs.UserMessage(d, 1, 0, state, actionsLeft, envs.PromptConfig{Think: think}), think)
+	return firstContext(ChatML(), envs.UserMessage(d, 1, 0, state, actionsLeft, envs.PromptConfig{Think: think}), think)
 }
 
-// NextText is the context between response turn−1 and response turn.
+// NextText is the context between response turn−1 and response turn in our
+// ChatML template.
 func NextText(d envs.Description, prevReward float64, turn int, state string, actionsLeft int, think bool) string {
-	return nextContext(envs.UserMessage(d, turn, prevReward, state, actionsLeft, envs.PromptConfig{Think: think}), think)
+	return nextContext(ChatML(), envs.UserMessage(d, turn, prevReward, state, actionsLeft, envs.PromptConfig{Think: think}), think)
 }
 
-// The template, in one place: the context before the first response, and
-// the context between two responses, around the user message.
-func firstContext(user string, think bool) string {
-	return "<|im_start|>system\n" + envs.SystemMessage + "<|im_end|>\n" +
-		"<|im_start|>user\n" + user + "<|im_end|>\n" +
-		"<|im_start|>assistant\n" + envs.ResponsePrefix(think)
+// The layout, in one place: the context before the first response, and the
+// context between two responses, around the user message.
+func firstContext(t *hf.ChatTemplate, user string, think bool) string {
+	return t.Prompt("", user) + envs.ResponsePrefix(think)
 }
 
-func nextContext(user string, think bool) string {
-	return "<|im_end|>\n<|im_start|>user\n" + user + "<|im_end|>\n" +
-		"<|im_start|>assistant\n" + envs.ResponsePrefix(think)
+func nextContext(t *hf.ChatTemplate, user string, think bool) string {
+	return t.Continue(user) + envs.ResponsePrefix(think)
 }
 
-// First tokenizes FirstText.
+// First tokenizes the conversation up to the first response.
 func (c *Chat) First(d envs.Description, state string, actionsLeft int) []int {
-	return c.tok.Encode(FirstText(d, state, actionsLeft, c.think))
+	return c.tok.Encode(firstContext(c.tmpl, envs.UserMessage(d, 1, 0, state, actionsLeft, envs.PromptConfig{Think: c.think}), c.think))
 }
 
-// Next tokenizes NextText.
+// Next tokenizes the context between response turn−1 and response turn.
 func (c *Chat) Next(d envs.Description, prevReward float64, turn int, state string, actionsLeft int) []int {
-	return c.tok.Encode(NextText(d, prevReward, turn, state, actionsLeft, c.think))
+	return c.tok.Encode(nextContext(c.tmpl, envs.UserMessage(d, turn, prevReward, state, actionsLeft, envs.PromptConfig{Think: c.think}), c.think))
 }
 
 // Prefix is the forced start of every response.
 func (c *Chat) Prefix() string { return c.prefix }
 
-// StopToken is the token that ends a response: </answer>.
-func (c *Chat) StopToken() int { return c.answerEnd }
+// Stop is the stop condition of a response: its text completes </answer>.
+func (c *Chat) Stop() *sample.Stopper { return c.stop }

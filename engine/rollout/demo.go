@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ragen-go/ragen/engine/tokenizer"
+	"github.com/ragen-go/ragen/engine/hf"
 	"github.com/ragen-go/ragen/envs"
 )
 
@@ -19,7 +19,10 @@ type demoPiece struct {
 	response bool
 }
 
-func demoPieces(d envs.Demo, think bool) ([]demoPiece, error) {
+// demoPieces lays d out in tmpl. The demonstration's system message must
+// be envs.SystemMessage (the one every environment writes); the layout
+// puts the template's own system turn in its place, as Play does.
+func demoPieces(d envs.Demo, tmpl *hf.ChatTemplate, think bool) ([]demoPiece, error) {
 	var pieces []demoPiece
 	prefix := envs.ResponsePrefix(think)
 	turns := 0
@@ -31,9 +34,9 @@ func demoPieces(d envs.Demo, think bool) ([]demoPiece, error) {
 			}
 		case "user":
 			if turns == 0 {
-				pieces = append(pieces, demoPiece{text: firstContext(m.Content, think)})
+				pieces = append(pieces, demoPiece{text: firstContext(tmpl, m.Content, think)})
 			} else {
-				pieces = append(pieces, demoPiece{text: nextContext(m.Content, think)})
+				pieces = append(pieces, demoPiece{text: nextContext(tmpl, m.Content, think)})
 			}
 		case "assistant":
 			turns++
@@ -46,10 +49,11 @@ func demoPieces(d envs.Demo, think bool) ([]demoPiece, error) {
 	return pieces, nil
 }
 
-// DemoText returns a demonstration's conversation as text: the corpus a
-// small vocabulary is trained on, before any tokenizer exists.
+// DemoText returns a demonstration's conversation in our ChatML template
+// as text: the corpus a small vocabulary is trained on, before any
+// tokenizer exists.
 func DemoText(d envs.Demo, think bool) (string, error) {
-	pieces, err := demoPieces(d, think)
+	pieces, err := demoPieces(d, ChatML(), think)
 	if err != nil {
 		return "", err
 	}
@@ -60,17 +64,17 @@ func DemoText(d envs.Demo, think bool) (string, error) {
 	return b.String(), nil
 }
 
-// FromDemo tokenizes a demonstration into a trajectory whose Agent mask
-// covers the responses' tokens. A response longer than maxTokens is an
-// error: the agent could never write it.
-func FromDemo(d envs.Demo, tok *tokenizer.Tokenizer, think bool, maxTokens int) (*Trajectory, error) {
-	pieces, err := demoPieces(d, think)
+// FromDemo lays a demonstration out as chat does and tokenizes it into a
+// trajectory whose Agent mask covers the responses' tokens. A response
+// longer than maxTokens is an error: the agent could never write it.
+func FromDemo(d envs.Demo, chat *Chat, maxTokens int) (*Trajectory, error) {
+	pieces, err := demoPieces(d, chat.tmpl, chat.think)
 	if err != nil {
 		return nil, err
 	}
 	t := &Trajectory{EnvSeed: d.Seed, Success: d.Success}
 	for _, p := range pieces {
-		ids := tok.Encode(p.text)
+		ids := chat.tok.Encode(p.text)
 		if !p.response {
 			t.appendContext(ids)
 			continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ragen-go/ragen/engine/hf"
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/sample"
 	"github.com/ragen-go/ragen/engine/tokenizer"
@@ -22,6 +23,10 @@ type Config struct {
 	Sample sample.Options
 	// Turn holds the response format and the format penalty.
 	Turn envs.TurnConfig
+	// Template lays out the conversation: a pretrained model's chat
+	// template (hf.Load returns it); nil is ChatML() with
+	// envs.SystemMessage, the template of our own models.
+	Template *hf.ChatTemplate
 }
 
 // Task is one episode to play: an environment instance, the seed of its
@@ -47,7 +52,7 @@ func Play(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, tasks [
 	if cfg.MaxTokensPerTurn < 1 {
 		return nil, fmt.Errorf("rollout: max_tokens_per_turn: must be ≥ 1 (got %d)", cfg.MaxTokensPerTurn)
 	}
-	chat, err := NewChat(tok, cfg.Turn.Think)
+	chat, err := NewChat(tok, cfg.Template, cfg.Turn.Think)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +61,6 @@ func Play(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, tasks [
 		return nil, err
 	}
 	maxPos := m.Config.MaxPositions
-	stop := sample.NewStopper([][]int{{chat.answerEnd}})
 
 	trajs := make([]*Trajectory, len(tasks))
 	live := make([]int, 0, len(tasks))
@@ -97,7 +101,7 @@ func Play(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, tasks [
 		if len(live) == 0 {
 			break
 		}
-		out, err := dec.Generate(reqs, model.GenerateOptions{Sample: cfg.Sample, MaxNew: cfg.MaxTokensPerTurn, Stop: stop})
+		out, err := dec.Generate(reqs, model.GenerateOptions{Sample: cfg.Sample, MaxNew: cfg.MaxTokensPerTurn, Stop: chat.stop})
 		if err != nil {
 			return nil, fmt.Errorf("rollout: %w", err)
 		}

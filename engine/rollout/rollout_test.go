@@ -3,8 +3,10 @@ package rollout
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/ragen-go/ragen/engine/hf"
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/sample"
 	"github.com/ragen-go/ragen/engine/tokenizer"
@@ -50,11 +52,16 @@ func setup(t *testing.T) (*tokenizer.Tokenizer, *model.Model, func() envs.Env) {
 
 func play(t *testing.T, m *model.Model, tok *tokenizer.Tokenizer, newEnv func() envs.Env, n int, seeds ...uint64) []*Trajectory {
 	t.Helper()
+	return playIn(t, m, tok, nil, newEnv, n, seeds...)
+}
+
+func playIn(t *testing.T, m *model.Model, tok *tokenizer.Tokenizer, tmpl *hf.ChatTemplate, newEnv func() envs.Env, n int, seeds ...uint64) []*Trajectory {
+	t.Helper()
 	var tasks []Task
 	for i, s := range seeds {
 		tasks = append(tasks, Task{Env: newEnv(), EnvSeed: int64(10 + i/2), AgentSeed: s, Group: i / 2})
 	}
-	trajs, err := Play(context.Background(), m, tok, tasks[:n], Config{MaxTokensPerTurn: 24, Sample: sample.Options{Temperature: 1}, Turn: envs.DefaultTurnConfig()})
+	trajs, err := Play(context.Background(), m, tok, tasks[:n], Config{MaxTokensPerTurn: 24, Sample: sample.Options{Temperature: 1}, Turn: envs.DefaultTurnConfig(), Template: tmpl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +74,18 @@ func play(t *testing.T, m *model.Model, tok *tokenizer.Tokenizer, newEnv func() 
 func TestAgentMaskIsExactlySampledTokens(t *testing.T) {
 	tok, m, newEnv := setup(t)
 	trajs := play(t, m, tok, newEnv, 4, 1, 2, 3, 4)
+	checkTrajectories(t, trajs, tok, nil, newEnv)
+}
+
+// checkTrajectories checks the layout of played trajectories: the masked
+// runs are the turns' responses, the turn ends their last tokens, and the
+// context before the first response is the template's.
+func checkTrajectories(t *testing.T, trajs []*Trajectory, tok *tokenizer.Tokenizer, tmpl *hf.ChatTemplate, newEnv func() envs.Env) {
+	t.Helper()
+	chat, err := NewChat(tok, tmpl, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, tr := range trajs {
 		if len(tr.Turns) == 0 {
 			t.Fatalf("trajectory %d has no turns", i)
@@ -100,8 +119,15 @@ func TestAgentMaskIsExactlySampledTokens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if text != tr.Turns[k].Response || len(run) != tr.Turns[k].Tokens {
-				t.Fatalf("trajectory %d turn %d: masked tokens decode to %q, response %q", i, k, text, tr.Turns[k].Response)
+			turn := tr.Turns[k]
+			if text != turn.Response || len(run) != turn.Tokens {
+				t.Fatalf("trajectory %d turn %d: masked tokens decode to %q, response %q", i, k, text, turn.Response)
+			}
+			if turn.Closed != strings.Contains(text, "</answer>") {
+				t.Fatalf("trajectory %d turn %d: closed %v for response %q", i, k, turn.Closed, text)
+			}
+			if turn.ThinkTokens > turn.Tokens || turn.AnswerTokens > turn.Tokens {
+				t.Fatalf("trajectory %d turn %d: %d think and %d answer tokens of %d", i, k, turn.ThinkTokens, turn.AnswerTokens, turn.Tokens)
 			}
 		}
 		// The context before the first response is the template's text.
@@ -109,11 +135,11 @@ func TestAgentMaskIsExactlySampledTokens(t *testing.T) {
 		for !tr.Agent[first] {
 			first++
 		}
-		got, _ := tok.Decode(tr.Tokens[:first])
-		e := newEnv()
-		ep, _ := envs.Start(e, tr.EnvSeed, envs.DefaultTurnConfig())
-		if want := FirstText(ep.Desc, ep.Observation, ep.ActionsLeft, true); got != want {
-			t.Fatalf("trajectory %d: first context\n%q\nwant\n%q", i, got, want)
+		ep, _ := envs.Start(newEnv(), tr.EnvSeed, envs.DefaultTurnConfig())
+		if got, want := tr.Tokens[:first], chat.First(ep.Desc, ep.Observation, ep.ActionsLeft); !reflect.DeepEqual(got, want) {
+			gs, _ := tok.Decode(got)
+			ws, _ := tok.Decode(want)
+			t.Fatalf("trajectory %d: first context\n%q\nwant\n%q", i, gs, ws)
 		}
 	}
 }
@@ -135,7 +161,11 @@ func TestDemoLayoutMatchesPlay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := FromDemo(demos[0], tok, true, 200)
+	chat, err := NewChat(tok, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := FromDemo(demos[0], chat, 200)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +174,7 @@ func TestDemoLayoutMatchesPlay(t *testing.T) {
 	if got != text {
 		t.Fatalf("tokens decode to\n%q\nwant\n%q", got, text)
 	}
-	if _, err := FromDemo(demos[0], tok, true, 3); err == nil {
+	if _, err := FromDemo(demos[0], chat, 3); err == nil {
 		t.Fatal("a response longer than max_tokens_per_turn must be an error")
 	}
 }

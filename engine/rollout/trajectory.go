@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"strings"
+
 	"github.com/ragen-go/ragen/engine/tokenizer"
 	"github.com/ragen-go/ragen/envs"
 )
@@ -32,9 +34,9 @@ type Turn struct {
 	envs.TurnResult
 	Response     string // the decoded sampled text (without the forced prefix)
 	Tokens       int    // sampled tokens
-	ThinkTokens  int    // sampled tokens before </think>
-	AnswerTokens int    // sampled tokens between <answer> and </answer>
-	Closed       bool   // the response ended with </answer> (not cut by the token limit)
+	ThinkTokens  int    // sampled tokens wholly before </think> (all of them if it is missing)
+	AnswerTokens int    // sampled tokens wholly between <answer> and </answer>
+	Closed       bool   // the response ended by completing </answer> (not cut by the token limit)
 }
 
 func (t *Trajectory) appendContext(ids []int) {
@@ -53,33 +55,8 @@ func (t *Trajectory) addTurn(sampled []int, text string, res envs.TurnResult, c 
 	if len(sampled) > 0 {
 		t.TurnEnd[n+len(sampled)-1] = true
 	}
-	turn := Turn{TurnResult: res, Response: text, Tokens: len(sampled)}
-	// With a forced <think> prefix the think block runs from the first
-	// sampled token to </think>; the answer from <answer> to </answer>.
-	thinkEnd, ansBeg, ansEnd := -1, -1, -1
-	for i, id := range sampled {
-		switch {
-		case id == c.thinkEnd && thinkEnd < 0:
-			thinkEnd = i
-		case id == c.answerBeg && ansBeg < 0:
-			ansBeg = i
-		case id == c.answerEnd && ansEnd < 0 && ansBeg >= 0:
-			ansEnd = i
-		}
-	}
-	if c.prefix == envs.ResponsePrefix(true) {
-		if thinkEnd >= 0 {
-			turn.ThinkTokens = thinkEnd
-		} else {
-			turn.ThinkTokens = len(sampled)
-		}
-	} else if ansBeg < 0 {
-		ansBeg = -1 // no-think mode: <answer> is the forced prefix
-	}
-	if ansEnd >= 0 {
-		turn.AnswerTokens = ansEnd - ansBeg - 1
-	}
-	turn.Closed = len(sampled) > 0 && sampled[len(sampled)-1] == c.answerEnd
+	turn := Turn{TurnResult: res, Response: text, Tokens: len(sampled), Closed: c.stop.Match(sampled)}
+	turn.ThinkTokens, turn.AnswerTokens = c.blockTokens(sampled, text)
 	t.Turns = append(t.Turns, turn)
 }
 
@@ -126,4 +103,46 @@ func (t *Trajectory) Text(tok *tokenizer.Tokenizer) string {
 		return "<undecodable: " + err.Error() + ">"
 	}
 	return s
+}
+
+// blockTokens counts the sampled tokens of the think block and of the
+// answer, from the tags' positions in the response text, so that tags
+// spelled by several tokens count like single-token ones: a token counts
+// when its text lies wholly inside the block. With a forced <think> the
+// think block runs from the start of the response to </think> (the whole
+// response if it never closes); the answer runs from <answer> — the start
+// of the response when <answer> is the forced prefix — to the first
+// </answer> after it (0 tokens if either tag is missing).
+func (c *Chat) blockTokens(sampled []int, text string) (think, answer int) {
+	start := make([]int, len(sampled)+1) // byte offset where each token's text starts
+	for i, id := range sampled {
+		s, _ := c.tok.Decode([]int{id})
+		start[i+1] = start[i] + len(s)
+	}
+	count := func(lo, hi int) int { // tokens whose text lies in text[lo:hi]
+		k := 0
+		for i := range sampled {
+			if start[i] >= lo && start[i+1] <= hi {
+				k++
+			}
+		}
+		return k
+	}
+	ansLo := 0
+	if c.think {
+		think = len(sampled)
+		if k := strings.Index(text, tokenizer.ThinkEnd); k >= 0 {
+			think = count(0, k)
+		}
+		ansLo = -1
+		if k := strings.Index(text, tokenizer.AnswerStart); k >= 0 {
+			ansLo = k + len(tokenizer.AnswerStart)
+		}
+	}
+	if ansLo >= 0 {
+		if k := strings.Index(text[ansLo:], tokenizer.AnswerEnd); k >= 0 {
+			answer = count(ansLo, ansLo+k)
+		}
+	}
+	return think, answer
 }

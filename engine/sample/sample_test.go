@@ -427,3 +427,33 @@ func BenchmarkSample(b *testing.B) {
 		})
 	}
 }
+
+// A stop string matches however the tokens spell it, at the token that
+// completes it, even when that token runs past its end — and only there.
+func TestStringStopper(t *testing.T) {
+	vocab := []string{"</", "answer", ">", "</answer>", ">\n", "x", "</ans", "wer>", "Right", "<"}
+	text := func(id int) string { return vocab[id] }
+	s := NewStringStopper(text, []string{"</answer>", ""})
+	for _, c := range []struct {
+		toks []int
+		want bool
+	}{
+		{nil, false},
+		{[]int{8}, false},
+		{[]int{8, 0, 1, 2}, true},    // "</" "answer" ">"
+		{[]int{8, 3}, true},          // one token
+		{[]int{0, 1, 4}, true},       // the last token runs past the string
+		{[]int{6, 7}, true},          // split mid-word
+		{[]int{9, 5, 0, 1, 2}, true}, // "<x</answer>"
+		{[]int{0, 1}, false},
+		{[]int{3, 5}, false}, // completed before the last token: not this token's doing
+		{[]int{0, 1, 5, 2}, false},
+	} {
+		if got := s.Match(c.toks); got != c.want {
+			t.Errorf("Match(%v) = %v, want %v", c.toks, got, c.want)
+		}
+	}
+	if NewStringStopper(text, nil).Match([]int{3}) {
+		t.Error("a stopper without strings matched")
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"github.com/ragen-go/ragen/engine/algo"
+	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/hf"
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/rollout"
 	"github.com/ragen-go/ragen/envs"
@@ -26,8 +28,26 @@ type Config struct {
 	NewEnv   func() (envs.Env, error) `json:"-"`
 	EnvLabel string                   `json:"env_label,omitempty"`
 
-	// Model is the policy's size preset: tiny | small | base (small).
+	// Model is the policy's size preset: tiny | small | base (small);
+	// ignored when Pretrained or Init gives the policy.
 	Model string `json:"model"`
+	// Pretrained is a Hugging Face model directory (config.json, safetensors,
+	// tokenizer.json, tokenizer_config.json; Qwen2 or Llama): the policy,
+	// its tokenizer and its chat template come from it instead of the warm
+	// start, and the critic starts from its weights. Model, VocabSize and
+	// ContextLength are then ignored (the checkpoint's own sizes and
+	// max_position_embeddings hold); WarmStart.Steps > 0 fine-tunes it on
+	// demonstrations first. Empty: the warm start.
+	Pretrained string `json:"pretrained,omitempty"`
+	// Init is a checkpoint of ours to start from instead of the warm start:
+	// a directory written by model.Save, or a run's checkpoints/step-N
+	// (its policy/). Its tokenizer comes with it, the template is our
+	// ChatML, the critic starts from the policy; Model, VocabSize and
+	// ContextLength are ignored as for Pretrained.
+	Init string `json:"init,omitempty"`
+	// Backend is the compute backend: cpu | cuda (cpu; empty means cpu).
+	// "cuda" needs a binary built with -tags cuda and a CUDA device.
+	Backend string `json:"backend"`
 	// ContextLength is the policy's max_position_embeddings, the longest
 	// conversation in tokens (1024).
 	ContextLength int `json:"context_length"`
@@ -67,8 +87,9 @@ type Config struct {
 	// ValTemperature samples validation responses (0.5 as RAGEN; 0 = greedy).
 	ValTemperature float32 `json:"val_temperature"`
 
-	// ActorLR and CriticLR are AdamW learning rates (1e-4, 1e-3: a tiny
-	// model needs larger steps than RAGEN's 1e-6 / 1e-5 for a 0.5B model).
+	// ActorLR and CriticLR are AdamW learning rates (3e-4, 1e-3: a tiny
+	// model needs larger steps than RAGEN's 1e-6 / 1e-5 for a 0.5B model;
+	// 1e-3 for the actor destabilises Bandit within 10 steps).
 	ActorLR  float64 `json:"actor_lr"`
 	CriticLR float64 `json:"critic_lr"`
 	// WeightDecay of AdamW, not applied to norms and biases (0.01).
@@ -76,7 +97,8 @@ type Config struct {
 	// GradClip is the global gradient-norm bound (1.0).
 	GradClip float64 `json:"grad_clip"`
 	// PPOEpochs passes over each step's rollouts, each split into
-	// MiniBatches optimizer steps (1, 1: one update per step, as RAGEN).
+	// MiniBatches optimizer steps (1, 2; RAGEN makes one update per step,
+	// a small model learns faster from two).
 	PPOEpochs   int `json:"ppo_epochs"`
 	MiniBatches int `json:"mini_batches"`
 	// ReuseRollouts > 1 trains on each batch of rollouts for that many
@@ -111,7 +133,7 @@ type Config struct {
 // WarmStart is the supervised fine-tuning on demonstrations that stands in
 // for the instruct model RAGEN starts from.
 type WarmStart struct {
-	// Steps of SFT; 0 skips the warm start (200).
+	// Steps of SFT; 0 skips the warm start (500).
 	Steps int `json:"steps"`
 	// Episodes of expert play to learn from (512).
 	Episodes int `json:"episodes"`
@@ -132,6 +154,7 @@ func Default() Config {
 	return Config{
 		Env:              "bandit",
 		Model:            "small",
+		Backend:          "cpu",
 		ContextLength:    1024,
 		VocabSize:        512,
 		Algo:             algo.StarPOS(),
@@ -147,14 +170,14 @@ func Default() Config {
 		ValEpisodes:      64,
 		ValEvery:         10,
 		ValTemperature:   0.5,
-		ActorLR:          1e-4,
+		ActorLR:          3e-4,
 		CriticLR:         1e-3,
 		WeightDecay:      0.01,
 		GradClip:         1.0,
 		PPOEpochs:        1,
-		MiniBatches:      1,
+		MiniBatches:      2,
 		ReuseRollouts:    1,
-		WarmStart:        WarmStart{Steps: 200, Episodes: 512, Imperfect: 0.3, LR: 3e-3, BatchSize: 8},
+		WarmStart:        WarmStart{Steps: 500, Episodes: 512, Imperfect: 0.3, LR: 3e-3, BatchSize: 8},
 		Monitor:          DefaultMonitor(),
 	}
 }
@@ -178,6 +201,18 @@ func (c *Config) Validate() error {
 		}
 	}
 	if _, err := c.ModelConfig(c.VocabSize); err != nil {
+		return err
+	}
+	if c.Backend != "" && c.Backend != "cpu" {
+		if err := backend.Check(c.Backend); err != nil {
+			return err // "backend …: …" names the field already
+		}
+		// The device model exists (backend.Transformer, parity-tested) but
+		// the trainer still calls model.Model directly: refuse rather than
+		// silently train on the CPU.
+		return fmt.Errorf("backend: %q is available but the trainer does not run on it yet (it trains on cpu only)", c.Backend)
+	}
+	if err := c.validateLoaded(); err != nil {
 		return err
 	}
 	if err := c.Algo.Validate(); err != nil {
@@ -269,11 +304,13 @@ func groupEstimator(est string) bool {
 // usesCritic reports whether the estimator needs a value model.
 func usesCritic(est string) bool { return est == algo.EstGAE || est == algo.EstBiLevelGAE }
 
-// rolloutConfig is the sampling setup of training rollouts.
-func (c *Config) rolloutConfig(temperature float32) rollout.Config {
+// rolloutConfig is the sampling setup of rollouts in the policy's chat
+// template (nil: our ChatML).
+func (c *Config) rolloutConfig(temperature float32, tmpl *hf.ChatTemplate) rollout.Config {
 	return rollout.Config{
 		MaxTokensPerTurn: c.MaxTokensPerTurn,
 		Sample:           sampleOptions(temperature, c.TopK, c.TopP),
 		Turn:             envs.TurnConfig{Think: c.Think, FormatPenalty: c.FormatPenalty},
+		Template:         tmpl,
 	}
 }

@@ -15,5 +15,8 @@
 //  6. validate  every val_every steps on fixed held-out seeds
 //
 // The policy starts from a warm start: supervised fine-tuning on expert
-// demonstrations (see warmStart), cached by a hash of its configuration.
+// demonstrations (see warmStart), cached by a hash of its configuration —
+// or from a loaded model (see initialPolicy): a Hugging Face checkpoint
+// (Config.Pretrained, e.g. Qwen2.5-0.5B-Instruct, with its tokenizer and
+// chat template) or one of our checkpoints (Config.Init).
 package train

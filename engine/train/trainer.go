@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ragen-go/ragen/engine/algo"
+	"github.com/ragen-go/ragen/engine/hf"
 	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/optim"
@@ -35,10 +36,11 @@ type Trainer struct {
 	cfg Config
 	obs Observer
 
-	Tok    *tokenizer.Tokenizer
-	Policy *model.Model
-	Critic *model.Model // nil unless the estimator uses one
-	Ref    *model.Model // frozen reference policy; nil unless KL is on
+	Tok      *tokenizer.Tokenizer
+	Template *hf.ChatTemplate // the policy's chat template; nil: our ChatML
+	Policy   *model.Model
+	Critic   *model.Model // nil unless the estimator uses one
+	Ref      *model.Model // frozen reference policy; nil unless KL is on
 
 	actorOpt, criticOpt *optim.AdamW
 
@@ -79,7 +81,7 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 
 	obs.Phase(0, "warm_start")
 	start := time.Now()
-	if t.Tok, t.Policy, err = warmStart(ctx, &cfg, t.newEnv); err != nil {
+	if t.Tok, t.Policy, t.Template, err = initialPolicy(ctx, &cfg, t.newEnv); err != nil {
 		return nil, err
 	}
 	warm := time.Since(start).Seconds()
@@ -153,7 +155,7 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 	} else {
 		t.obs.Phase(step, "rollout")
 		start := time.Now()
-		trajs, err := rollout.Play(ctx, t.Policy, t.Tok, t.trainTasks(step), cfg.rolloutConfig(cfg.Temperature))
+		trajs, err := rollout.Play(ctx, t.Policy, t.Tok, t.trainTasks(step), cfg.rolloutConfig(cfg.Temperature, t.Template))
 		if err != nil {
 			return metrics.Step{}, err
 		}
@@ -453,7 +455,7 @@ func (t *Trainer) validateAt(ctx context.Context, step int, m map[string]float64
 	for i, e := range t.valEnvs {
 		tasks[i] = rollout.Task{Env: e, EnvSeed: t.valSeeds[i], AgentSeed: agentSeed(t.cfg.Seed, -1, i), Group: i}
 	}
-	trajs, err := rollout.Play(ctx, t.Policy, t.Tok, tasks, t.cfg.rolloutConfig(t.cfg.ValTemperature))
+	trajs, err := rollout.Play(ctx, t.Policy, t.Tok, tasks, t.cfg.rolloutConfig(t.cfg.ValTemperature, t.Template))
 	if err != nil {
 		return fmt.Errorf("step %d: validation: %w", step, err)
 	}

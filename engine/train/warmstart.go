@@ -91,9 +91,13 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 		return nil, nil, err
 	}
 	if ws.Steps > 0 {
+		chat, err := rollout.NewChat(tok, nil, cfg.Think)
+		if err != nil {
+			return nil, nil, fmt.Errorf("warm start: %w", err)
+		}
 		trajs := make([]*rollout.Trajectory, len(demos))
 		for i, d := range demos {
-			if trajs[i], err = rollout.FromDemo(d, tok, cfg.Think, cfg.MaxTokensPerTurn); err != nil {
+			if trajs[i], err = rollout.FromDemo(d, chat, cfg.MaxTokensPerTurn); err != nil {
 				return nil, nil, fmt.Errorf("warm start: %w", err)
 			}
 			if n := len(trajs[i].Tokens); n > mc.MaxPositions {

@@ -1,10 +1,3 @@
-// Package cellctx gives compiled code called from a notebook cell the
-// cell's context: it is cancelled when the user interrupts the cell, so a
-// long call (a training run) stops at its next safe point and returns what
-// it has. Outside a cell, Context is context.Background().
-//
-// The session sets the context for the duration of each cell (Set). Cells
-// reach it too: import "ragen/cellctx" and call cellctx.Context().
 package cellctx
 
 import (
@@ -13,28 +6,40 @@ import (
 )
 
 var (
-	mu  sync.Mutex
-	cur context.Context = context.Background()
+	mu       sync.Mutex
+	cur      context.Context = context.Background()
+	observed bool
 )
 
 // Context is the running cell's context, or context.Background() when no
-// cell runs.
+// cell runs. Call it when a long call starts (not once at init): each cell
+// has its own.
 func Context() context.Context {
 	mu.Lock()
 	defer mu.Unlock()
+	observed = true
 	return cur
 }
 
 // Set makes ctx the current cell's context and returns a function that
-// restores the previous one.
+// restores the previous one. It is the session's, not the cells'.
 func Set(ctx context.Context) (restore func()) {
 	mu.Lock()
-	prev := cur
-	cur = ctx
+	prev, prevObserved := cur, observed
+	cur, observed = ctx, false
 	mu.Unlock()
 	return func() {
 		mu.Lock()
-		cur = prev
+		cur, observed = prev, prevObserved
 		mu.Unlock()
 	}
+}
+
+// Observed reports whether Context was called since the last Set: whether
+// anything in the running cell may be waiting for a cancellation. If
+// nothing is, an interrupt need not wait for one to be honoured.
+func Observed() bool {
+	mu.Lock()
+	defer mu.Unlock()
+	return observed
 }

@@ -39,6 +39,18 @@ func identBefore(code string, end int) int {
 	return i
 }
 
+// globals is the interpreter's globals. yaegi's Globals panics when a
+// failed compile left a variable without a slot (until the next cell runs);
+// completion then sees none.
+func (s *Session) globals() (g map[string]reflect.Value) {
+	defer func() {
+		if recover() != nil {
+			g = nil
+		}
+	}()
+	return s.in.Globals()
+}
+
 // Complete returns the completions of the identifier ending at byte offset
 // cursor and the byte range [start, end) they replace.
 func (s *Session) Complete(code string, cursor int) (matches []string, start, end int) {
@@ -85,7 +97,7 @@ func (s *Session) packages(name string) []string {
 // the fields and methods of a global variable's value.
 func (s *Session) members(qual string) []string {
 	var out []string
-	if v, ok := s.in.Globals()[qual]; ok && v.IsValid() {
+	if v, ok := s.globals()[qual]; ok && v.IsValid() {
 		t := v.Type()
 		for i := 0; i < t.NumMethod(); i++ {
 			out = append(out, t.Method(i).Name)
@@ -115,7 +127,7 @@ func (s *Session) members(qual string) []string {
 // names lists identifiers in scope at top level.
 func (s *Session) names(code string) []string {
 	out := append([]string(nil), keywords...)
-	for name := range s.in.Globals() {
+	for name := range s.globals() {
 		out = append(out, name)
 	}
 	s.mu.Lock()
@@ -186,7 +198,7 @@ func (s *Session) Inspect(code string, cursor int) (string, bool) {
 	if d != nil {
 		return fmt.Sprintf("%s\n\n(declared in cell[%d])", d.src, cellN), true
 	}
-	if v, ok := s.in.Globals()[name]; ok && v.IsValid() {
+	if v, ok := s.globals()[name]; ok && v.IsValid() {
 		val := fmt.Sprintf("%v", v)
 		if len(val) > 200 {
 			val = val[:200] + "..."
@@ -295,22 +307,22 @@ func IsComplete(code string) (status, indent string) {
 	for _, c := range p.chunks {
 		var err error
 		if c.kind == unitDecl {
-			_, err = parseDecls(scratch, 1, masked(code, c.units))
+			_, err = parseDecls(scratch, 1, masked(code, c.units), nil)
 		} else {
-			_, err = parseStmts(scratch, 1, masked(code, c.units))
+			_, err = parseStmts(scratch, 1, masked(code, c.units), nil)
 		}
 		if st := check(err); st != "" {
 			return st, ""
 		}
 	}
 	if len(p.imports) > 0 {
-		_, err := parseDecls(scratch, 1, masked(code, p.imports))
+		_, err := parseDecls(scratch, 1, masked(code, p.imports), nil)
 		if st := check(err); st != "" {
 			return st, ""
 		}
 	}
 	if p.result != nil {
-		_, err := parseStmts(scratch, 1, masked(code, []unit{*p.result}))
+		_, err := parseStmts(scratch, 1, masked(code, []unit{*p.result}), nil)
 		if st := check(err); st != "" {
 			return st, ""
 		}

@@ -293,7 +293,7 @@ func (s *Session) recordDecls(ctx context.Context, ds []*decl) {
 	s.mu.Unlock()
 	sort.Slice(redo, func(i, j int) bool { return redo[i].seq < redo[j].seq })
 	for _, d := range redo {
-		f, err := parseDecls(s.in.FileSet(), d.id, d.text)
+		f, err := parseDecls(s.in.FileSet(), d.id, d.text, s.guard)
 		if err == nil {
 			_, err = s.compileRun(ctx, f)
 		}

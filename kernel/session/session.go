@@ -84,10 +84,12 @@ type Session struct {
 	declSeq  int
 	running  *running
 
-	out     batcher
-	capture [2]*fdCapture
-	frames  []string // panic positions printed by yaegi during the cell
-	result  *Result  // set by the result helpers during the cell
+	out       batcher
+	capture   [2]*fdCapture
+	frames    []string // panic positions printed by yaegi during the cell
+	goPanic   []string // goroutine panics during the running cell
+	latePanic []string // goroutine panics while no cell ran, told at the next cell
+	result    *Result  // set by the result helpers during the cell
 }
 
 // running is the state of the cell being executed, for Interrupt.
@@ -146,7 +148,7 @@ func New(opts Options) (*Session, error) {
 	if err := s.Use(short); err != nil {
 		return nil, err
 	}
-	f, err := parseDecls(s.in.FileSet(), 0, `import __ragen "ragen/internal/cellresult"`)
+	f, err := parseDecls(s.in.FileSet(), 0, `import __ragen "ragen/internal/cellresult"`+"\n"+recoverDecl, nil)
 	if err == nil {
 		_, err = s.compileRun(context.Background(), f)
 	}
@@ -194,7 +196,8 @@ func (s *Session) Close() error {
 // Interrupt asks the running cell to stop. The first call cancels the
 // cell's context (cellctx), so compiled code stops at its next safe point
 // and returns; if the cell has not ended after Options.InterruptGrace the
-// interpreter is stopped. A second call stops the interpreter at once: an
+// interpreter is stopped. If nothing in the cell asked for the context,
+// nothing can honour it, and the interpreter is stopped at once. A second call stops the interpreter at once: an
 // interpreted loop ends at its next instruction. A compiled call that
 // ignores its context cannot be stopped: the cell is then reported as
 // interrupted and abandoned, and the call finishes in the background.
@@ -206,9 +209,9 @@ func (s *Session) Interrupt() {
 	if r == nil {
 		return
 	}
+	r.soft() // always: a hard stop also ends compiled calls that honour the context
 	r.interrupts++
-	if r.interrupts == 1 {
-		r.soft()
+	if r.interrupts == 1 && cellctx.Observed() {
 		r.timer = time.AfterFunc(s.opts.InterruptGrace, r.hard)
 		return
 	}
@@ -233,6 +236,9 @@ func (s *Session) Execute(ctx context.Context, cell Cell, out Output) *Result {
 	s.cells = append(s.cells, cell)
 	s.running = r
 	s.frames = nil
+	s.goPanic = nil
+	late := s.latePanic
+	s.latePanic = nil
 	s.result = &Result{}
 	s.mu.Unlock()
 
@@ -251,6 +257,9 @@ func (s *Session) Execute(ctx context.Context, cell Cell, out Output) *Result {
 		}
 	}
 
+	for _, msg := range late {
+		fmt.Fprintf(os.Stderr, "(after its cell ended, %s)\n", msg)
+	}
 	err := s.runSafe(hard, id, cell)
 
 	for _, c := range s.capture {
@@ -270,7 +279,11 @@ func (s *Session) Execute(ctx context.Context, cell Cell, out Output) *Result {
 	s.running = nil
 	res := s.result
 	s.result = nil
+	goPanic := s.goPanic
 	s.mu.Unlock()
+	if err == nil && len(goPanic) > 0 {
+		err = &Error{Name: "panic", Value: goPanic[0], Traceback: append([]string{"panic: " + goPanic[0]}, goPanic[1:]...)}
+	}
 	if r.interrupts > 0 {
 		e := &Error{Name: "Interrupted", Value: "the cell was interrupted",
 			Traceback: []string{"Interrupted: the cell was interrupted; its outputs are partial"}}
@@ -317,7 +330,7 @@ func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 
 	// Imports: skip those already imported under the same name.
 	if len(p.imports) > 0 {
-		f, err := parseDecls(fset, id, masked(code, p.imports))
+		f, err := parseDecls(fset, id, masked(code, p.imports), nil)
 		if err != nil {
 			return err
 		}
@@ -375,14 +388,14 @@ func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 			if len(units) == 0 {
 				continue
 			}
-			f, err := parseDecls(fset, id, masked(code, units))
+			f, err := parseDecls(fset, id, masked(code, units), s.guard)
 			if err != nil {
 				return err
 			}
 			nodes[i] = f
 		} else {
 			newDecls = append(newDecls, nil)
-			b, err := parseStmts(fset, id, masked(code, c.units))
+			b, err := parseStmts(fset, id, masked(code, c.units), s.guard)
 			if err != nil {
 				return err
 			}
@@ -390,7 +403,7 @@ func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 		}
 	}
 	if p.result != nil {
-		if _, err := parseStmts(fset, id, masked(code, []unit{*p.result})); err != nil {
+		if _, err := parseStmts(fset, id, masked(code, []unit{*p.result}), s.guard); err != nil {
 			return err
 		}
 	}
@@ -423,7 +436,19 @@ func (s *Session) compileRun(ctx context.Context, n ast.Node) (reflect.Value, er
 	if err != nil {
 		return reflect.Value{}, err
 	}
-	return s.in.ExecuteWithContext(ctx, prog)
+	return s.execute(ctx, prog)
+}
+
+// execute runs a compiled program until it ends or ctx is cancelled. yaegi
+// returns at once on cancellation while the stopped code finishes its
+// current instruction in the background; the short pause lets it, so the
+// next cell does not race with it in practice (it cannot be waited for).
+func (s *Session) execute(ctx context.Context, prog *interp.Program) (reflect.Value, error) {
+	v, err := s.in.ExecuteWithContext(ctx, prog)
+	if ctx.Err() != nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return v, err
 }
 
 // compile compiles an AST. yaegi's compiler sometimes panics on code it
@@ -462,7 +487,7 @@ func (s *Session) runResult(ctx context.Context, id int, code string, u unit) er
 	m := masked(code, []unit{u})
 	for _, pr := range resultProbes {
 		text := m[:u.start] + pr[0] + code[u.start:u.end] + pr[1] + m[u.end:]
-		b, err := parseStmts(s.in.FileSet(), id, text)
+		b, err := parseStmts(s.in.FileSet(), id, text, s.guard)
 		if err != nil {
 			continue
 		}
@@ -470,10 +495,10 @@ func (s *Session) runResult(ctx context.Context, id int, code string, u unit) er
 		if err != nil {
 			continue
 		}
-		_, err = s.in.ExecuteWithContext(ctx, prog)
+		_, err = s.execute(ctx, prog)
 		return err
 	}
-	b, err := parseStmts(s.in.FileSet(), id, m)
+	b, err := parseStmts(s.in.FileSet(), id, m, s.guard)
 	if err != nil {
 		return err
 	}
@@ -510,7 +535,26 @@ func (s *Session) resultSymbols() interp.Exports {
 		"Markdown":   reflect.ValueOf(func(md string) { set(display.Render(display.Markdown(md))) }),
 		"Text":       reflect.ValueOf(func(t string) { set(display.Render(display.Text(t))) }),
 		"Value":      reflect.ValueOf(func(v any) { set(display.Render(v)) }),
+		"GoPanic":    reflect.ValueOf(s.goroutinePanic),
 	}}
+}
+
+// goroutinePanic is called by a guarded goroutine that recovered a panic
+// (see goguard.go). During a cell, the cell fails with it; otherwise it is
+// logged and told at the start of the next cell.
+func (s *Session) goroutinePanic(at string, r any) {
+	if rv, ok := r.(reflect.Value); ok && rv.IsValid() && rv.CanInterface() {
+		r = rv.Interface()
+	}
+	msg := fmt.Sprintf("a goroutine started at %s panicked: %v", at, r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running != nil {
+		s.goPanic = append(s.goPanic, msg)
+		return
+	}
+	s.latePanic = append(s.latePanic, msg)
+	fmt.Fprintln(os.Stderr, "ragen: "+msg)
 }
 
 // stderrFilter is yaegi's stderr. yaegi prints one line per interpreted

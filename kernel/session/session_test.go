@@ -323,7 +323,7 @@ func TestIsComplete(t *testing.T) {
 	for code, want := range map[string]string{
 		"x := 1":                 "complete",
 		"func f() {":             "incomplete",
-		"s := `raw":             "incomplete",
+		"s := `raw":              "incomplete",
 		"x := 1 +":               "incomplete",
 		"x := )":                 "invalid",
 		"import \"fmt\"\nfmt.Pr": "complete",
@@ -360,6 +360,74 @@ func TestCompleteInspect(t *testing.T) {
 		got, ok := s.Inspect(code, len(code))
 		if !ok || got != want {
 			t.Errorf("Inspect(%q) = %q, %v; want %q", code, got, ok, want)
+		}
+	}
+}
+
+func TestGoroutinePanic(t *testing.T) {
+	s := newSession(t)
+	r := exec(t, s, 1, `import ("sync"; "time")
+var wg sync.WaitGroup
+results := make([]int, 3)
+for i := 0; i < 3; i++ {
+	wg.Add(1)
+	go func(k int) { defer wg.Done(); results[k] = k * k }(i)
+}
+wg.Wait()
+func work(k int, out []int, wg *sync.WaitGroup) { defer wg.Done(); out[k] = 10 * k }
+for i := 0; i < 3; i++ {
+	wg.Add(1)
+	go work(i, results, &wg)
+}
+wg.Wait()
+results`)
+	mustOK(t, r)
+	if r.text() != "[0 10 20]" {
+		t.Errorf("results = %s: arguments must be evaluated when the goroutine starts", r.text())
+	}
+	r = exec(t, s, 2, `done := make(chan bool)
+go func() {
+	defer close(done)
+	var m map[int]int
+	m[1] = 1
+}()
+<-done
+time.Sleep(50 * time.Millisecond) // done closes before the goroutine's recover runs`)
+	if r.res.Err == nil || r.res.Err.Name != "panic" ||
+		r.res.Err.Value != "a goroutine started at cell[2]:2:1 panicked: assignment to entry in nil map" {
+		t.Fatalf("goroutine panic: %+v", r.res.Err)
+	}
+	r = exec(t, s, 3, "len(results)")
+	mustOK(t, r)
+	if r.text() != "3" {
+		t.Errorf("the session lost its state: %s", r.text())
+	}
+}
+
+// TestInterruptEscalation: a cell that took the context but ignores it is
+// stopped after the grace period, or at once by a second interrupt.
+func TestInterruptEscalation(t *testing.T) {
+	s, err := New(Options{InterruptGrace: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	code := "import \"ragen/cellctx\"\nctx := cellctx.Context()\n_ = ctx\nk := 0\nfor { k++ }"
+	for _, tc := range []struct {
+		interrupts int
+		min, max   time.Duration
+	}{{1, 300 * time.Millisecond, 2 * time.Second}, {2, 0, 250 * time.Millisecond}} {
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			for i := 0; i < tc.interrupts; i++ {
+				s.Interrupt()
+			}
+		}()
+		start := time.Now()
+		r := exec(t, s, 1, code)
+		d := time.Since(start) - 100*time.Millisecond
+		if r.res.Err == nil || r.res.Err.Name != "Interrupted" || d < tc.min || d > tc.max {
+			t.Errorf("%d interrupts: stopped after %v (want %v..%v), err %+v", tc.interrupts, d, tc.min, tc.max, r.res.Err)
 		}
 	}
 }

@@ -178,14 +178,24 @@ func stmtSource(n int, text string) string {
 	return "package main; func main() {" + lineDirective(n) + text + "\n}"
 }
 
-// parseDecls parses a declaration chunk.
-func parseDecls(fset *token.FileSet, n int, text string) (*ast.File, error) {
-	return parser.ParseFile(fset, fileName, declSource(n, text), parser.ParseComments)
+// parseDecls parses a declaration chunk; rewrite, if not nil, transforms
+// the source first.
+func parseDecls(fset *token.FileSet, n int, text string, rewrite func(string) string) (*ast.File, error) {
+	src := declSource(n, text)
+	if rewrite != nil {
+		src = rewrite(src)
+	}
+	return parser.ParseFile(fset, fileName, src, parser.ParseComments)
 }
 
-// parseStmts parses a statement chunk and returns main's body.
-func parseStmts(fset *token.FileSet, n int, text string) (*ast.BlockStmt, error) {
-	f, err := parser.ParseFile(fset, fileName, stmtSource(n, text), 0)
+// parseStmts parses a statement chunk and returns main's body; rewrite, if
+// not nil, transforms the source first.
+func parseStmts(fset *token.FileSet, n int, text string, rewrite func(string) string) (*ast.BlockStmt, error) {
+	src := stmtSource(n, text)
+	if rewrite != nil {
+		src = rewrite(src)
+	}
+	f, err := parser.ParseFile(fset, fileName, src, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ temporary kernelspec dir holding ragen-go. Prints one "ok NAME" line per
 check and the benchmark numbers; exits 1 at the first failed check.
 """
 import base64
+import signal
 import statistics
 import sys
 import time
@@ -63,10 +64,21 @@ def main():
     t0 = time.perf_counter()
     km = KernelManager(kernel_name="ragen-go")
     km.start_kernel()
+    try:
+        checks(km, t0)
+    finally:
+        if km.is_alive():  # a failed check: do not leave the kernel behind
+            km.shutdown_kernel(now=True)
+
+
+def checks(km, t0):
     kc = km.client()
     kc.start_channels()
-    kc.wait_for_ready(timeout=30)
+    # Requests sent before the kernel binds wait in the client's queue, so
+    # one kernel_info measures start to first reply.
+    shell_reply(kc, kc.kernel_info(), timeout=30)
     startup = time.perf_counter() - t0
+    kc.wait_for_ready(timeout=30)  # and IOPub is connected
 
     # kernel_info
     msg_id = kc.kernel_info()
@@ -91,6 +103,23 @@ def main():
     text = "".join(m["content"]["text"] for m in of_type(out, "stream") if m["content"]["name"] == "stdout")
     check(text == "hello 0\nhello 1\nhello 2\n", "stream", text)
 
+    # a large output arrives whole, in few messages (batched)
+    reply, out = run(kc, 'for i := 0; i < 100000; i++ { fmt.Println(i) }')
+    before = reply["content"]["execution_count"]
+    streams = of_type(out, "stream")
+    text = "".join(m["content"]["text"] for m in streams)
+    check(text.count("\n") == 100000 and text.endswith("99999\n"), "100000 lines, nothing dropped",
+          "%d lines" % text.count("\n"))
+    check(len(streams) < 200, "output batched", "%d stream messages" % len(streams))
+
+    # silent: runs, publishes nothing but status, does not count
+    reply, out = run(kc, 'silentVar := 7\nfmt.Println("hidden")\nsilentVar', silent=True)
+    check(reply["content"]["status"] == "ok" and not [m for m in out if m["msg_type"] != "status"],
+          "silent execution", out)
+    reply, out = run(kc, "silentVar")
+    check(result_text(out) == "7" and reply["content"]["execution_count"] == before + 1, "silent does not count",
+          reply["content"])
+
     # display_data with image/png, and update_display_data
     _, out = run(kc, '''import ("bytes"; "image"; "image/color"; "image/png"; "ragen/display")
 img := image.NewRGBA(image.Rect(0, 0, 4, 4))
@@ -114,7 +143,7 @@ h.Update(display.Text("step 2"))''')
     check(c["status"] == "error" and c["ename"] == "panic" and c["evalue"] == "assignment to entry in nil map"
           and any("cell[" in line for line in c["traceback"]), "error reply", c)
     check(len(of_type(out, "error")) == 1, "error message on iopub")
-    reply, _ = run(kc, "y := undefinedThing")
+    reply, _ = run(kc, "z := x + undefinedThing")
     check(reply["content"]["ename"] == "CompileError" and "undefined: undefinedThing" in reply["content"]["evalue"],
           "compile error", reply["content"])
 
@@ -146,8 +175,12 @@ h.Update(display.Text("step 2"))''')
     queued = kc.execute("abortedVar := 1")
     check(shell_reply(kc, bad)["content"]["status"] == "error", "failing cell")
     check(shell_reply(kc, queued)["content"]["status"] == "aborted", "queued cell aborted")
-    iopub_until_idle(kc, bad)
-    iopub_until_idle(kc, queued)
+    idle = set()
+    while len(idle) < 2:  # both requests end with idle, in order
+        msg = kc.get_iopub_msg(timeout=TIMEOUT)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            idle.add(msg["parent_header"].get("msg_id"))
+    check(idle == {bad, queued}, "busy/idle around the aborted request", idle)
 
     # interrupt during a long-running cell
     msg_id = kc.execute("n := 0\nfor { n++ }")
@@ -160,6 +193,13 @@ h.Update(display.Text("step 2"))''')
     iopub_until_idle(kc, msg_id)
     _, out = run(kc, "x + n*0")
     check(result_text(out) == "40", "kernel survives interrupt", out)
+    # SIGINT (what a client in signal mode or Ctrl-C sends) interrupts too
+    msg_id = kc.execute("for { n++ }")
+    time.sleep(0.3)
+    km.signal_kernel(signal.SIGINT)
+    c = shell_reply(kc, msg_id)["content"]
+    check(c["status"] == "error" and c["ename"] == "Interrupted", "SIGINT interrupts", c)
+    iopub_until_idle(kc, msg_id)
 
     # a mis-signed message is ignored: not executed, no reply
     wrong = Session(key=b"not-the-key", username="intruder")
@@ -201,7 +241,7 @@ h.Update(display.Text("step 2"))''')
     kc.stop_channels()
     km.shutdown_kernel(now=False)
     took = time.perf_counter() - t
-    check(not km.is_alive() and took < 2.5, "shutdown", "%.2f s" % took)
+    check(not km.is_alive() and took < 4.5, "shutdown", "%.2f s" % took)
 
     print("BENCH startup_to_kernel_info_ms %.1f" % (startup * 1e3))
     print("BENCH execute_roundtrip_median_ms %.2f (200 x 'v := 1')" % stmt_ms)

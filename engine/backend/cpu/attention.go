@@ -43,17 +43,59 @@ const attBlock = 64
 // masked entries 0. It runs on the calling goroutine (gemm.SgemmSerial),
 // for use inside a parallel loop.
 func AttendHead(out, att, q, k, v []float32, n, past, hd, ldq, ldkv, ldo int) {
+	attend(out, att, q, k, v, n, past, hd, ldq, ldkv, ldkv, ldo, false)
+}
+
+// AttendHeadVT is AttendHead with the values stored transposed: channel c
+// of position j at vt[c·ldvt+j] (a decoder's cache, see AttendLast).
+func AttendHeadVT(out, att, q, k, vt []float32, n, past, hd, ldq, ldk, ldvt, ldo int) {
+	attend(out, att, q, k, vt, n, past, hd, ldq, ldk, ldvt, ldo, true)
+}
+
+func attend(out, att, q, k, v []float32, n, past, hd, ldq, ldk, ldv, ldo int, vt bool) {
 	W := past + n
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	for r0 := 0; r0 < n; r0 += attBlock {
 		r1 := min(r0+attBlock, n)
 		cols := past + r1
-		gemm.SgemmSerial(false, true, r1-r0, cols, hd, scale, q[r0*ldq:], ldq, k, ldkv, 0, att[r0*W:], W)
+		gemm.SgemmSerial(false, true, r1-r0, cols, hd, scale, q[r0*ldq:], ldq, k, ldk, 0, att[r0*W:], W)
 		for i := r0; i < r1; i++ {
 			row := att[i*W : i*W+W]
 			softmaxPrefix(row, past+i+1)
 		}
-		gemm.SgemmSerial(false, false, r1-r0, hd, cols, 1, att[r0*W:], W, v, ldkv, 0, out[r0*ldo:], ldo)
+		gemm.SgemmSerial(false, vt, r1-r0, hd, cols, 1, att[r0*W:], W, v, ldv, 0, out[r0*ldo:], ldo)
+	}
+}
+
+// lastRows is the most query heads AttendLast sends through one product:
+// gemm computes products of at most three rows by dot products of stored
+// rows, which packs nothing (see gemm.dotMaxRows).
+const lastRows = 3
+
+// AttendLastScratch is the number of floats of scratch AttendLast needs.
+func AttendLastScratch(group, W int) int { return min(group, lastRows) * W }
+
+// AttendLast is one decoding step of attention for the group of query heads
+// that share one key/value head: each head's single query row (the newest
+// position) against all W cached positions, no mask needed:
+//
+//	p = softmax(q·kᵀ / sqrt(hd)),   out = p·v
+//
+// q holds the group's heads one after another (group rows of hd floats),
+// as does out; k is W rows of ldk; the values are stored transposed, channel
+// c of position j at vt[c·ldvt+j], so that both products are dot products
+// of stored rows and nothing is packed (packing the cache took 70% of a
+// decoding step). scores is scratch of AttendLastScratch(group, W) floats.
+// It runs on the calling goroutine.
+func AttendLast(out, scores, q, k, vt []float32, group, W, hd, ldk, ldvt int) {
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	for h0 := 0; h0 < group; h0 += lastRows {
+		rows := min(lastRows, group-h0)
+		gemm.SgemmSerial(false, true, rows, W, hd, scale, q[h0*hd:], hd, k, ldk, 0, scores, W)
+		for i := 0; i < rows; i++ {
+			softmaxPrefix(scores[i*W:(i+1)*W], W)
+		}
+		gemm.SgemmSerial(false, true, rows, hd, W, 1, scores, W, vt, ldvt, 0, out[h0*hd:], hd)
 	}
 }
 

@@ -5,7 +5,19 @@ import (
 	"testing"
 )
 
+// TestExpInPlace checks the accuracy and the special cases of the vector
+// path and of the scalar one, with the special values both alone and inside
+// blocks of 8 (which the vector kernel hands to the scalar code).
 func TestExpInPlace(t *testing.T) {
+	saved := useExpAsm
+	defer func() { useExpAsm = saved }()
+	for _, asm := range []bool{saved, false} {
+		useExpAsm = asm
+		checkExp(t)
+	}
+}
+
+func checkExp(t *testing.T) {
 	var xs []float32
 	for x := float32(-87.2); x < 88.3; x += 0.0013 {
 		xs = append(xs, x)
@@ -33,6 +45,27 @@ func TestExpInPlace(t *testing.T) {
 	}
 	if special[6] == special[6] {
 		t.Errorf("e^NaN = %g, want NaN", special[6])
+	}
+	// A block of 8 with one special value in the middle, between blocks of
+	// ordinary values: the ordinary ones are still right.
+	x := make([]float32, 27)
+	for i := range x {
+		x[i] = float32(i)*0.25 - 3
+	}
+	x[11] = 1e30
+	y := append([]float32(nil), x...)
+	expInPlace(y)
+	for i := range x {
+		want := math.Exp(float64(x[i]))
+		if i == 11 {
+			if !math.IsInf(float64(y[i]), 1) {
+				t.Errorf("e^1e30 = %g in a block, want +Inf", y[i])
+			}
+			continue
+		}
+		if e := math.Abs(float64(y[i])-want) / want; e > 2.4e-7 {
+			t.Errorf("x=%g next to a special value: relative error %.3g", x[i], e)
+		}
 	}
 }
 

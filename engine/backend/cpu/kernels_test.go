@@ -86,6 +86,60 @@ func TestAttendHeadMatchesNaive(t *testing.T) {
 	}
 }
 
+// transposeRows returns the hd×W transpose of W rows of ld floats (columns
+// 0…hd−1), with leading dimension ldt ≥ W.
+func transposeRows(x []float32, W, hd, ld, ldt int) []float32 {
+	t := make([]float32, hd*ldt)
+	for j := 0; j < W; j++ {
+		for c := 0; c < hd; c++ {
+			t[c*ldt+j] = x[j*ld+c]
+		}
+	}
+	return t
+}
+
+// TestAttendHeadVTMatchesAttendHead: values stored transposed give the same
+// attention (the decoder's prefill path).
+func TestAttendHeadVTMatchesAttendHead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct{ n, past int }{{1, 0}, {5, 0}, {70, 3}, {3, 100}} {
+		const hd, ld = 8, 24
+		W := tc.past + tc.n
+		q, k, v := randn(rng, tc.n*ld, 1), randn(rng, W*ld, 1), randn(rng, W*ld, 1)
+		vt := transposeRows(v[8:], W, hd, ld, W+5)
+		want, got := make([]float32, tc.n*ld), make([]float32, tc.n*ld)
+		AttendHead(want, make([]float32, tc.n*W), q, k[8:], v[8:], tc.n, tc.past, hd, ld, ld, ld)
+		AttendHeadVT(got, make([]float32, tc.n*W), q, k[8:], vt, tc.n, tc.past, hd, ld, ld, W+5, ld)
+		want64 := make([]float64, len(want))
+		for i, w := range want {
+			want64[i] = float64(w)
+		}
+		if e := maxRelErr(got, want64); e > 1e-6 {
+			t.Errorf("n=%d past=%d: error %.2e", tc.n, tc.past, e)
+		}
+	}
+}
+
+// TestAttendLastMatchesNaive checks one decoding step for GQA groups of 1 to
+// 5 heads (more than lastRows takes several products) against the naive
+// attention of each head's query at the last position.
+func TestAttendLastMatchesNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct{ group, W, hd int }{{1, 1, 8}, {1, 37, 32}, {2, 100, 16}, {4, 257, 32}, {5, 9, 8}} {
+		ldk := tc.hd + 8
+		q, k, v := randn(rng, tc.group*tc.hd, 1), randn(rng, tc.W*ldk, 1), randn(rng, tc.W*ldk, 1)
+		vt := transposeRows(v, tc.W, tc.hd, ldk, tc.W+3)
+		out := make([]float32, tc.group*tc.hd)
+		AttendLast(out, make([]float32, AttendLastScratch(tc.group, tc.W)), q, k, vt, tc.group, tc.W, tc.hd, ldk, tc.W+3)
+		for h := 0; h < tc.group; h++ {
+			want, _ := naiveAttention(q[h*tc.hd:], k, v, 1, tc.W-1, tc.hd, tc.hd, ldk)
+			if e := maxRelErr(out[h*tc.hd:(h+1)*tc.hd], want); e > 1e-5 {
+				t.Errorf("group=%d W=%d hd=%d head %d: error %.2e", tc.group, tc.W, tc.hd, h, e)
+			}
+		}
+	}
+}
+
 // TestAttentionBackwardMatchesNaive checks the packed GQA backward against
 // float64 finite differences of Σ dout·out for a few elements of q, k, v.
 func TestAttentionBackwardMatchesNaive(t *testing.T) {

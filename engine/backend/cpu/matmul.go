@@ -9,6 +9,24 @@ import (
 // out[N,OC] = inp[N,C] · weight[OC,C]ᵀ + bias[OC] (bias may be nil).
 func MatmulForward(out, inp, weight, bias []float32, N, C, OC int) {
 	gemm.Sgemm(false, true, N, OC, C, 1, inp, C, weight, C, 0, out, OC)
+	addBias(out, bias, N, OC)
+}
+
+// PackWeight packs a linear layer's weight [OC,C] for MatmulForwardPacked.
+func PackWeight(weight []float32, C, OC int) *gemm.PackedB {
+	return gemm.PackB(true, C, OC, weight, C)
+}
+
+// MatmulForwardPacked is MatmulForward with the weight packed once by
+// PackWeight (bit-identical results): for decoding, where the same weights
+// multiply a few rows at every step.
+func MatmulForwardPacked(out, inp []float32, weight *gemm.PackedB, bias []float32, N, C, OC int) {
+	gemm.SgemmPacked(N, 1, inp, C, weight, 0, out, OC)
+	addBias(out, bias, N, OC)
+}
+
+// addBias adds bias[OC] (nil: nothing) to each of the N rows of out.
+func addBias(out, bias []float32, N, OC int) {
 	if bias == nil {
 		return
 	}

@@ -11,6 +11,9 @@
 
 #define BLOCK 256
 
+// NVRTC compiles without the host's <math.h>.
+#define INFINITY __int_as_float(0x7f800000)
+
 typedef unsigned short bf16;
 
 // blockSum returns the sum of v over the block (BLOCK threads) to every
@@ -199,6 +202,16 @@ extern "C" __global__ void softmax_causal_backward(float* dP, const float* P, in
     for (int j = threadIdx.x; j < L; j += BLOCK) d[j] = j < valid ? p[j] * (d[j] - dot) * scale : 0;
 }
 
+// append_kv: row s of k and v goes to slot lens[s]−1 of sequence s's cache.
+extern "C" __global__ void append_kv(float* kc, float* vc, const float* k, const float* v, const int* lens, int S, int KV, int maxLen) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= S * KV) return;
+    int s = i / KV, e = i % KV;
+    size_t dst = ((size_t)s * maxLen + lens[s] - 1) * KV + e;
+    kc[dst] = k[i];
+    vc[dst] = v[i];
+}
+
 // attend_cached: one new query per sequence against its KV cache, one
 // block per (sequence, head). q, out: [S, nH·hd]; caches: [S, maxLen,
 // nKV·hd]; lens[s] keys are valid (the new one included). att is scratch
@@ -285,8 +298,9 @@ extern "C" __global__ void logsoftmax_forward(float* lse, float* logprob, float*
 // logsoftmax_backward: dz_j = a·(δ_{j,t} − p_j) − b·p_j·(log p_j + H) with
 // a = dlogprob (0 without a target), b = dentropy. dlogits may alias logits.
 extern "C" __global__ void logsoftmax_backward(float* dlogits, const float* logits, const float* lse, const float* entropy, const int* targets, const float* dlogprob, const float* dentropy, int N, int V) {
-    int n = blockIdx.y;
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int nb = (V + BLOCK - 1) / BLOCK; // blocks per row; the grid is N·nb
+    int n = blockIdx.x / nb;
+    int j = (blockIdx.x % nb) * BLOCK + threadIdx.x;
     if (j >= V) return;
     int t = targets[n];
     float a = t >= 0 ? dlogprob[n] : 0, b = dentropy[n];

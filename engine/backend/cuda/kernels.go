@@ -6,9 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
-	"unsafe"
 
-	"gorgonia.org/cu"
 	"gorgonia.org/cu/nvrtc"
 )
 
@@ -23,7 +21,7 @@ var kernelNames = []string{
 	"add", "scale", "add_bias", "column_sum",
 	"embedding_forward", "embedding_backward",
 	"rmsnorm_forward", "rmsnorm_backward_dx", "rmsnorm_backward_dw",
-	"rope", "softmax_causal", "softmax_causal_backward", "attend_cached",
+	"rope", "softmax_causal", "softmax_causal_backward", "append_kv", "attend_cached",
 	"swiglu_forward", "swiglu_backward",
 	"logsoftmax_forward", "logsoftmax_backward",
 	"adamw", "sumsq_partial", "sum_final",
@@ -69,17 +67,17 @@ func compileFor(arch string) (string, error) {
 }
 
 // loadKernels loads the PTX into a module and looks up every kernel.
-func loadKernels(ptx string) (cu.Module, map[string]cu.Function, error) {
-	mod, err := cu.LoadData(ptx)
+func loadKernels(ptx string) (cuModule, map[string]cuFunction, error) {
+	mod, err := moduleLoad(ptx)
 	if err != nil {
 		return mod, nil, fmt.Errorf("load kernels: %w", err)
 	}
-	fns := make(map[string]cu.Function, len(kernelNames))
+	fns := make(map[string]cuFunction, len(kernelNames))
 	for _, name := range kernelNames {
-		fn, err := mod.Function(name)
+		fn, err := moduleFunction(mod, name)
 		if err != nil {
-			mod.Unload()
-			return mod, nil, fmt.Errorf("kernel %s: %w", name, err)
+			moduleUnload(mod)
+			return mod, nil, fmt.Errorf("load kernels: %w", err)
 		}
 		fns[name] = fn
 	}
@@ -87,18 +85,16 @@ func loadKernels(ptx string) (cu.Module, map[string]cu.Function, error) {
 }
 
 // launch queues kernel name on the backend's stream with grid × block
-// threads. cu.Function.Launch copies 8 bytes per argument, so every
-// argument is widened into a uint64 first: the kernel reads the low bytes
-// (little-endian), which hold the int32, float32 or pointer value.
-func (b *Backend) launch(name string, gridX, gridY, threads int, args ...any) {
-	if b.err != nil || gridX == 0 || gridY == 0 {
+// threads. Every argument is widened into 8 bytes (see launchKernel): the
+// kernel reads the low bytes, which hold the int32, float32 or pointer.
+func (b *Backend) launch(name string, grid, threads int, args ...any) {
+	if b.err != nil || grid == 0 {
 		return
 	}
 	vals := make([]uint64, len(args))
-	ptrs := make([]unsafe.Pointer, len(args))
 	for i, a := range args {
 		switch v := a.(type) {
-		case cu.DevicePtr:
+		case devptr:
 			vals[i] = uint64(v)
 		case *buffer:
 			vals[i] = uint64(v.ptr)
@@ -110,19 +106,18 @@ func (b *Backend) launch(name string, gridX, gridY, threads int, args ...any) {
 			b.err = fmt.Errorf("backend cuda: launch %s: argument %d has unsupported type %T", name, i, a)
 			return
 		}
-		ptrs[i] = unsafe.Pointer(&vals[i])
 	}
-	if err := b.fns[name].Launch(gridX, gridY, 1, threads, 1, 1, 0, b.stream, ptrs); err != nil {
+	if err := launchKernel(b.fns[name], grid, threads, b.stream, vals); err != nil {
 		b.err = fmt.Errorf("backend cuda: launch %s: %w", name, err)
 	}
 }
 
 // grid1 launches one thread per element of n.
 func (b *Backend) grid1(name string, n int, args ...any) {
-	b.launch(name, (n+block-1)/block, 1, block, args...)
+	b.launch(name, (n+block-1)/block, block, args...)
 }
 
 // rows launches one block per row.
 func (b *Backend) rows(name string, rows int, args ...any) {
-	b.launch(name, rows, 1, block, args...)
+	b.launch(name, rows, block, args...)
 }

@@ -114,7 +114,11 @@ func TestSgemmMatchesNaive(t *testing.T) {
 	scalars := [][2]float32{{1, 0}, {1, 1}, {0.5, -2}, {-1.25, 0.75}}
 	kernels(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(1, 2))
-		for trial := 0; trial < 60; trial++ {
+		trials := 60
+		if testing.Short() {
+			trials = 20
+		}
+		for trial := 0; trial < trials; trial++ {
 			m := sizes[r.IntN(len(sizes))]
 			n := sizes[r.IntN(len(sizes))]
 			k := sizes[r.IntN(len(sizes))]
@@ -131,7 +135,9 @@ func TestSgemmMatchesNaive(t *testing.T) {
 // TestSgemmBlocking covers the shapes that cross the cache blocks (k past
 // kcMax, rows past mcMax, columns past ncMax) and the parallel split.
 func TestSgemmBlocking(t *testing.T) {
-	shapes := [][3]int{{257, 129, 300}, {170, 33, 513}, {7, 4100, 20}, {340, 200, 64}}
+	// The last shape has lda = 1024 (A·B with pad 0): rows crowd one L1
+	// set, so A is packed even with the assembly kernel (crowdedRows).
+	shapes := [][3]int{{257, 129, 300}, {170, 33, 513}, {7, 4100, 20}, {340, 200, 64}, {40, 70, 1024}}
 	if testing.Short() {
 		shapes = shapes[:2]
 	}
@@ -139,7 +145,11 @@ func TestSgemmBlocking(t *testing.T) {
 		r := rand.New(rand.NewPCG(3, 4))
 		for i, s := range shapes {
 			tr := [4][2]bool{{false, false}, {false, true}, {true, false}, {true, true}}[i%4]
-			g := newCase(r, tr[0], tr[1], s[0], s[1], s[2], 0.5, 0.25, 3)
+			pad := 3
+			if s[2] == 1024 {
+				pad = 0
+			}
+			g := newCase(r, tr[0], tr[1], s[0], s[1], s[2], 0.5, 0.25, pad)
 			g.check(t, g.run(Sgemm))
 		}
 	})
@@ -243,5 +253,16 @@ func TestPartition(t *testing.T) {
 	}
 	if rs, cs := partition(1024, 1024, 1024); rs != 258 || cs != 256 {
 		t.Errorf("partition(1024,1024,1024) = %d×%d tiles, want a 4×4 grid of 258×256", rs, cs)
+	}
+}
+
+func TestCrowdedRows(t *testing.T) {
+	for _, c := range []struct {
+		lda  int
+		want bool
+	}{{128, false}, {256, false}, {512, false}, {1024, true}, {1020, true}, {2048, true}, {1000, false}, {4096 + 4, true}} {
+		if got := crowdedRows(c.lda); got != c.want {
+			t.Errorf("crowdedRows(%d) = %v, want %v", c.lda, got, c.want)
+		}
 	}
 }

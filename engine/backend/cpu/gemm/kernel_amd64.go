@@ -28,3 +28,39 @@ func kernelRows(kc int, a []float32, lda int, b, c []float32, ldc int, alpha, be
 	_ = c[(mr-1)*ldc+nr-1]
 	kernelAVX2Rows(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 }
+
+// packTrans packs the k steps [0, kc8) of a full nr-wide panel of a
+// transposed B (lane j is the stored row at b[off+j·ldb:]), kc8 being kc
+// rounded down to a multiple of 8, and returns kc8; the caller packs the
+// rest.
+func packTrans(pan, b []float32, off, ldb, kc int) int {
+	kc8 := kc / 8 * 8
+	if !useAsm || kc8 == 0 {
+		return 0
+	}
+	_ = b[off+(nr-1)*ldb+kc8-1] // the assembly does no bounds checks
+	_ = pan[nr*kc8-1]
+	packTrans8(&pan[0], &b[off], ldb, kc8)
+	packTrans8(&pan[8], &b[off+8*ldb], ldb, kc8)
+	return kc8
+}
+
+// packRowAsm copies row[nr·q:][:nr] to dst[q·stride:] for q < panels with
+// the assembly loop and reports whether it did.
+func packRowAsm(dst, row []float32, panels, stride int) bool {
+	if !useAsm || panels == 0 {
+		return false
+	}
+	_ = row[panels*nr-1] // the assembly does no bounds checks
+	_ = dst[(panels-1)*stride+nr-1]
+	packRow(&dst[0], &row[0], panels, stride)
+	return true
+}
+
+// dotRows sets out[r] = Σ_{p<k16} a[p]·b[r·ldb+p] for r < 4 with the
+// assembly dot4 (k16 a multiple of 16).
+func dotRows(k16 int, a, b []float32, ldb int, out *[4]float32) {
+	_ = a[k16-1] // the assembly does no bounds checks
+	_ = b[3*ldb+k16-1]
+	dot4(k16, &a[0], &b[0], ldb, &out[0])
+}

@@ -510,3 +510,81 @@ block:
 done:
 	VZEROUPPER
 	RET
+
+// func packRow(dst *float32, src *float32, panels int, stride int)
+// Requires: AVX
+TEXT ·packRow(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ panels+16(FP), CX
+	MOVQ stride+24(FP), DX
+	SHLQ $0x02, DX
+
+panel:
+	TESTQ   CX, CX
+	JE      done
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    $0x40, SI
+	ADDQ    DX, DI
+	DECQ    CX
+	JMP     panel
+
+done:
+	VZEROUPPER
+	RET
+
+// func dot4(k16 int, a *float32, b *float32, ldb int, out *float32)
+// Requires: AVX, FMA3
+TEXT ·dot4(SB), NOSPLIT, $0-40
+	MOVQ   k16+0(FP), CX
+	MOVQ   a+8(FP), SI
+	MOVQ   b+16(FP), DI
+	MOVQ   ldb+24(FP), R10
+	SHLQ   $0x02, R10
+	LEAQ   (DI)(R10*2), R9
+	ADDQ   R10, R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+loop:
+	TESTQ       CX, CX
+	JE          reduce
+	VMOVUPS     (SI), Y8
+	VMOVUPS     32(SI), Y9
+	VFMADD231PS (DI), Y8, Y0
+	VFMADD231PS 32(DI), Y9, Y1
+	VFMADD231PS (DI)(R10*1), Y8, Y2
+	VFMADD231PS 32(DI)(R10*1), Y9, Y3
+	VFMADD231PS (DI)(R10*2), Y8, Y4
+	VFMADD231PS 32(DI)(R10*2), Y9, Y5
+	VFMADD231PS (R9), Y8, Y6
+	VFMADD231PS 32(R9), Y9, Y7
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DI
+	ADDQ        $0x40, R9
+	SUBQ        $0x10, CX
+	JMP         loop
+
+reduce:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y6, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	MOVQ         out+32(FP), AX
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET

@@ -18,3 +18,15 @@ func kernelAVX2Rows(kc int, a *float32, lda int, b *float32, c *float32, ldc int
 // (ld in elements): 8 rows of a transposed B into 8 lanes of a packed 16-wide panel.
 // Requires AVX.
 func packTrans8(dst *float32, src *float32, ld int, kc8 int)
+
+// packRow copies src[16q : 16q+16] to dst[q·stride : q·stride+16] for q < panels
+// (stride in elements): one row of B into its place in each packed panel.
+// Requires AVX.
+func packRow(dst *float32, src *float32, panels int, stride int)
+
+// dot4 sets out[r] = Σ_{p<k16} a[p]·b[r·ldb + p] for r < 4 (k16 a multiple of 16,
+// ldb in elements), summing 16 interleaved partial sums per row, then those in a fixed tree.
+// Requires AVX2 and FMA.
+//
+//go:noescape
+func dot4(k16 int, a *float32, b *float32, ldb int, out *float32)

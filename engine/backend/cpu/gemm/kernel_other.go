@@ -14,3 +14,14 @@ func kernel(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 func kernelRows(kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32) {
 	panic("gemm: kernelRows without an assembly kernel")
 }
+
+// packTrans packs nothing here: the caller's scalar loop does it all.
+func packTrans(pan, b []float32, off, ldb, kc int) int { return 0 }
+
+// packRowAsm does nothing here: the caller's Go loop does the copy.
+func packRowAsm(dst, row []float32, panels, stride int) bool { return false }
+
+// dotRows is only called when useAsm is set, which it never is here.
+func dotRows(k16 int, a, b []float32, ldb int, out *[4]float32) {
+	panic("gemm: dotRows without an assembly kernel")
+}

@@ -73,17 +73,25 @@ func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
 		// apart: a cache and TLB miss per 64 bytes when ldb is large.)
 		for p := 0; p < kc; p++ {
 			row := b[(p0+p)*ldb+j0 : (p0+p)*ldb+j0+nc]
+			if packRowAsm(dst[p*nr:], row, full/nr, nr*kc) {
+				continue
+			}
 			for q := 0; q < full; q += nr {
 				*(*[nr]float32)(dst[q*kc+p*nr:]) = *(*[nr]float32)(row[q:])
 			}
 		}
 	} else {
-		// op(B)[p][j] = b[j·ldb + p]: one stored row per packed lane.
-		for j := 0; j < full; j++ {
-			src := b[(j0+j)*ldb+p0 : (j0+j)*ldb+p0+kc]
-			d := dst[(j/nr)*nr*kc+j%nr:]
-			for p, v := range src {
-				d[p*nr] = v
+		// op(B)[p][j] = b[j·ldb + p]: one stored row per packed lane, the
+		// leading multiple of 8 k steps by 8×8 transposes where available.
+		for q := 0; q < full; q += nr {
+			pan := dst[q*kc : q*kc+nr*kc]
+			done := packTrans(pan, b, (j0+q)*ldb+p0, ldb, kc)
+			for j := 0; j < nr && done < kc; j++ {
+				src := b[(j0+q+j)*ldb+p0+done : (j0+q+j)*ldb+p0+kc]
+				d := pan[done*nr+j:]
+				for p, v := range src {
+					d[p*nr] = v
+				}
 			}
 		}
 	}

@@ -1,6 +1,8 @@
-// Command asmgen writes the AVX2+FMA micro-kernels of package gemm
-// (kernel_amd64.s and its Go declarations kernel_amd64_stub.go) with avo.
-// Run it through `go generate` in engine/backend/cpu/gemm.
+// Command asmgen writes the assembly of package gemm (kernel_amd64.s and its
+// Go declarations kernel_amd64_stub.go) with avo: the AVX2+FMA micro-kernels
+// described below, two packing helpers (packTrans8, packRow) and the dot
+// product kernel for A·Bᵀ with very few rows (dot4). Run it through
+// `go generate` in engine/backend/cpu/gemm.
 //
 // A kernel computes one MR×NR = 6×16 tile of C from kc steps of A and of a
 // packed B panel (kc steps of 16 floats: row p of the 16 columns):
@@ -73,6 +75,8 @@ func main() {
 	})
 
 	transposePack()
+	rowPack()
+	dotKernel()
 
 	Generate()
 }
@@ -248,4 +252,93 @@ func addr(name string) Mem {
 		panic(err)
 	}
 	return b.Addr
+}
+
+// rowPack emits packRow, one k step of packing a B that is not transposed:
+// the stored row's consecutive nr-wide pieces go to consecutive panels.
+func rowPack() {
+	TEXT("packRow", NOSPLIT, "func(dst, src *float32, panels, stride int)")
+	Doc(
+		"packRow copies src[16q : 16q+16] to dst[q·stride : q·stride+16] for q < panels",
+		"(stride in elements): one row of B into its place in each packed panel.",
+		"Requires AVX.",
+	)
+	dst := Load(Param("dst"), RDI)
+	src := Load(Param("src"), RSI)
+	n := Load(Param("panels"), RCX)
+	stride := Load(Param("stride"), RDX)
+	SHLQ(U8(2), stride)
+	Label("panel")
+	TESTQ(n, n)
+	JE(LabelRef("done"))
+	VMOVUPS(Mem{Base: src}, Y0)
+	VMOVUPS(Mem{Base: src, Disp: 32}, Y1)
+	VMOVUPS(Y0, Mem{Base: dst})
+	VMOVUPS(Y1, Mem{Base: dst, Disp: 32})
+	ADDQ(U8(64), src)
+	ADDQ(stride, dst)
+	DECQ(n)
+	JMP(LabelRef("panel"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// dotKernel emits dot4, four dot products of one row of A with four rows
+// of B, both read in place: C = A·Bᵀ for the few rows of a decoding step,
+// where packing B would cost more than the arithmetic.
+func dotKernel() {
+	TEXT("dot4", NOSPLIT, "func(k16 int, a, b *float32, ldb int, out *float32)")
+	Doc(
+		"dot4 sets out[r] = Σ_{p<k16} a[p]·b[r·ldb + p] for r < 4 (k16 a multiple of 16,",
+		"ldb in elements), summing 16 interleaved partial sums per row, then those in a fixed tree.",
+		"Requires AVX2 and FMA.",
+	)
+	// out is a caller's stack array: without this the compiler moves it
+	// to the heap, an allocation per call in the decoding loop.
+	Pragma("noescape")
+	k := Load(Param("k16"), RCX)
+	pa := Load(Param("a"), RSI)
+	row0 := Load(Param("b"), RDI)
+	ld := Load(Param("ldb"), R10)
+	SHLQ(U8(2), ld)
+	row3 := R9
+	LEAQ(Mem{Base: row0, Index: ld, Scale: 2}, row3)
+	ADDQ(ld, row3)
+	rows := []Mem{{Base: row0}, {Base: row0, Index: ld, Scale: 1}, {Base: row0, Index: ld, Scale: 2}, {Base: row3}}
+	acc := [4][2]VecPhysical{{Y0, Y1}, {Y2, Y3}, {Y4, Y5}, {Y6, Y7}}
+	for _, r := range acc {
+		VXORPS(r[0], r[0], r[0])
+		VXORPS(r[1], r[1], r[1])
+	}
+	Label("loop")
+	TESTQ(k, k)
+	JE(LabelRef("reduce"))
+	VMOVUPS(Mem{Base: pa}, Y8)
+	VMOVUPS(Mem{Base: pa, Disp: 32}, Y9)
+	for r, m := range rows {
+		VFMADD231PS(m, Y8, acc[r][0])
+		m.Disp = 32
+		VFMADD231PS(m, Y9, acc[r][1])
+	}
+	ADDQ(U8(64), pa)
+	ADDQ(U8(64), row0)
+	ADDQ(U8(64), row3)
+	SUBQ(U8(16), k)
+	JMP(LabelRef("loop"))
+
+	Label("reduce")
+	for _, r := range acc {
+		VADDPS(r[1], r[0], r[0])
+	}
+	// Y0 = (s0+s0' pairs…, s1 pairs…): horizontal adds in a fixed tree.
+	VHADDPS(Y2, Y0, Y0) // rows 0,1 pairwise
+	VHADDPS(Y6, Y4, Y4) // rows 2,3 pairwise
+	VHADDPS(Y4, Y0, Y0) // lanes: r0 r1 r2 r3 | r0 r1 r2 r3 (low, high halves)
+	VEXTRACTF128(U8(1), Y0, X1)
+	VADDPS(X1, X0, X0)
+	out := Load(Param("out"), RAX)
+	VMOVUPS(X0, Mem{Base: out})
+	VZEROUPPER()
+	RET()
 }

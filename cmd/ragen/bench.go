@@ -1,0 +1,518 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ragen-go/ragen/engine/backend/cpu/gemm"
+	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/engine/optim"
+	"github.com/ragen-go/ragen/engine/sample"
+)
+
+func init() {
+	register("bench", "training and decoding speed side by side with PyTorch; GEMM against OpenBLAS", runBench)
+}
+
+// Workload of `ragen bench`, the one of research/perf.md: B sequences of
+// T tokens per training step, vocabulary 512; decoding generates benchNew
+// tokens for benchB sequences after a benchPrompt-token prompt (prefill
+// included in the time).
+const (
+	benchB, benchT, benchVocab = 16, 256, 512
+	benchPrompt, benchNew      = 128, 128
+)
+
+// gemmShapes are research/perf.md's SGEMM shapes (M, N, K).
+var gemmShapes = [][3]int{{512, 128, 128}, {512, 512, 128}, {512, 128, 512}, {4096, 256, 256}, {256, 8192, 256}, {1024, 1024, 1024}}
+
+type benchOpts struct {
+	quick, skipTorch, skipGEMM bool
+	rounds, steps, newTokens   int
+	presets                    []string
+	python, scripts            string
+}
+
+func runBench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "short run: 2 rounds, 1 training step and 32 new tokens per round, shorter GEMM timing")
+	skipTorch := fs.Bool("skip-torch", false, "do not run the PyTorch peer")
+	skipGEMM := fs.Bool("skip-gemm", false, "do not run the GEMM comparison")
+	rounds := fs.Int("rounds", 0, "rounds of ours/theirs alternation (default 5, 2 with -quick)")
+	presets := fs.String("presets", "small,base", "comma-separated model presets to run (small, base)")
+	python := fs.String("python", "/usr/bin/python3", "Python interpreter with torch (Debian's python3-torch)")
+	scripts := fs.String("scripts", "scripts/bench", "directory of the peer programs (torch_peer.py, openblas_peer.c)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o := benchOpts{quick: *quick, skipTorch: *skipTorch, skipGEMM: *skipGEMM, rounds: *rounds,
+		steps: 3, newTokens: benchNew, python: *python, scripts: *scripts}
+	if o.quick {
+		o.steps, o.newTokens = 1, 32
+	}
+	if o.rounds == 0 {
+		o.rounds = 5
+		if o.quick {
+			o.rounds = 2
+		}
+	}
+	if o.rounds < 1 {
+		return fmt.Errorf("-rounds: must be ≥ 1 (got %d)", o.rounds)
+	}
+	for _, p := range strings.Split(*presets, ",") {
+		if _, err := benchConfig(p); err != nil {
+			return fmt.Errorf("-presets: %w", err)
+		}
+		o.presets = append(o.presets, p)
+	}
+	fmt.Printf("ragen bench: B=%d T=%d vocab=%d; decode %d sequences, %d-token prompt, %d new tokens; %d rounds, best-of and median\n",
+		benchB, benchT, benchVocab, benchB, benchPrompt, o.newTokens, o.rounds)
+	fmt.Printf("load average at start: %s\n\n", loadAvg())
+	var rows []benchRow
+	for _, p := range o.presets {
+		r, err := benchPreset(p, o)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, r...)
+	}
+	printRows(rows)
+	if !o.skipGEMM {
+		if err := benchGEMM(o); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\nload average at end: %s\n", loadAvg())
+	return nil
+}
+
+// benchConfig is the model of a preset with the benchmark's vocabulary and a
+// value head (as in PPO training).
+func benchConfig(name string) (model.Config, error) {
+	var c model.Config
+	switch name {
+	case "small":
+		c = model.Small()
+	case "base":
+		c = model.Base()
+	default:
+		return c, fmt.Errorf("unknown preset %q (want small or base)", name)
+	}
+	c.VocabSize, c.ValueHead = benchVocab, true
+	return c, nil
+}
+
+// benchRow is one line of the results table: tokens/s per round on each side.
+type benchRow struct {
+	name          string
+	ours, theirs  []float64
+	oursKB, thKB  int64 // peak RSS after the row's runs
+	theirsMissing bool
+}
+
+// benchPreset alternates our training step and decoding with PyTorch's for
+// one preset, round by round.
+func benchPreset(name string, o benchOpts) ([]benchRow, error) {
+	c, _ := benchConfig(name)
+	tr, err := newTrainBench(c)
+	if err != nil {
+		return nil, err
+	}
+	var peer *torchPeer
+	if !o.skipTorch {
+		if peer, err = startPeer(c, name, o); err != nil {
+			return nil, err
+		}
+		defer peer.close()
+	}
+	train := benchRow{name: "train " + name, theirsMissing: peer == nil}
+	decode := benchRow{name: "decode " + name, theirsMissing: peer == nil}
+	// Warm-up: one step each, so allocations and thread pools are in place.
+	if _, err := tr.steps(1); err != nil {
+		return nil, err
+	}
+	if peer != nil {
+		if _, err := peer.do(map[string]any{"op": "train", "steps": 1}); err != nil {
+			return nil, err
+		}
+	}
+	for r := 0; r < o.rounds; r++ {
+		rate, err := tr.steps(o.steps)
+		if err != nil {
+			return nil, err
+		}
+		train.ours = append(train.ours, rate)
+		if peer != nil {
+			res, err := peer.do(map[string]any{"op": "train", "steps": o.steps})
+			if err != nil {
+				return nil, err
+			}
+			train.theirs = append(train.theirs, mean(res.TokS))
+			train.thKB = res.MaxRSSKB
+		}
+		rate, err = decodeBench(tr.m, o.newTokens, uint64(r))
+		if err != nil {
+			return nil, err
+		}
+		decode.ours = append(decode.ours, rate)
+		if peer != nil {
+			res, err := peer.do(map[string]any{"op": "decode", "batch": benchB, "prompt": benchPrompt, "new": o.newTokens})
+			if err != nil {
+				return nil, err
+			}
+			decode.theirs = append(decode.theirs, mean(res.TokS))
+			decode.thKB = res.MaxRSSKB
+		}
+		fmt.Fprintf(os.Stderr, "  %s round %d/%d done\n", name, r+1, o.rounds)
+	}
+	train.oursKB, decode.oursKB = maxRSSKB(), maxRSSKB()
+	return []benchRow{train, decode}, nil
+}
+
+// trainBench is our training step on a fixed batch: forward, loss =
+// cross-entropy + ½·MSE(value, returns), backward, AdamW (engine/optim).
+type trainBench struct {
+	m                    *model.Model
+	opt                  *optim.AdamW
+	tokens, lens         []int
+	returns, dlp, dvalue []float32
+}
+
+func newTrainBench(c model.Config) (*trainBench, error) {
+	m, err := model.New(c, 1)
+	if err != nil {
+		return nil, err
+	}
+	groups := make([]optim.Group, len(m.Layout.Views))
+	for i, v := range m.Layout.Views {
+		groups[i] = optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay}
+	}
+	oc := optim.DefaultConfig()
+	oc.LR = 3e-4
+	opt, err := optim.New(oc, m.Layout.Size, groups)
+	if err != nil {
+		return nil, err
+	}
+	t := &trainBench{m: m, opt: opt, lens: make([]int, benchB)}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range t.lens {
+		t.lens[i] = benchT
+	}
+	for range benchB * benchT {
+		t.tokens = append(t.tokens, rng.IntN(c.VocabSize))
+		t.returns = append(t.returns, float32(rng.NormFloat64()))
+	}
+	t.dlp, t.dvalue = make([]float32, benchB*benchT), make([]float32, benchB*benchT)
+	return t, nil
+}
+
+// steps runs n training steps and returns their tokens/s.
+func (t *trainBench) steps(n int) (float64, error) {
+	start := time.Now()
+	count := float32(benchB * (benchT - 1))
+	for range n {
+		out, err := t.m.Forward(t.tokens, t.lens, model.Want{LM: true, Value: true})
+		if err != nil {
+			return 0, err
+		}
+		for i := range t.tokens {
+			if i%benchT == 0 {
+				continue // the first token of a sequence has no prediction
+			}
+			t.dlp[i] = -1 / count
+			t.dvalue[i] = (out.Value[i] - t.returns[i]) / count
+		}
+		t.m.ZeroGrad()
+		if err := t.m.Backward(model.Grad{LogProb: t.dlp, Value: t.dvalue}); err != nil {
+			return 0, err
+		}
+		if _, err := t.opt.Step(t.m.Params.Data, t.m.Grads.Data); err != nil {
+			return 0, err
+		}
+	}
+	return float64(n*benchB*benchT) / time.Since(start).Seconds(), nil
+}
+
+// decodeBench generates newTokens tokens at temperature 1 for benchB fresh
+// sequences after random prompts, and returns generated tokens/s (the
+// decoder's creation and the prefill included).
+func decodeBench(m *model.Model, newTokens int, seed uint64) (float64, error) {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	start := time.Now()
+	d, err := m.NewDecoder()
+	if err != nil {
+		return 0, err
+	}
+	reqs := make([]model.Request, benchB)
+	for i := range reqs {
+		prompt := make([]int, benchPrompt)
+		for j := range prompt {
+			prompt[j] = rng.IntN(m.Config.VocabSize)
+		}
+		reqs[i] = model.Request{ID: i, Prompt: prompt, RNG: sample.NewRNG(seed*1000 + uint64(i))}
+	}
+	out, err := d.Generate(reqs, model.GenerateOptions{Sample: sample.Options{Temperature: 1}, MaxNew: newTokens})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, o := range out {
+		n += len(o)
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// torchPeer is scripts/bench/torch_peer.py running the same model.
+type torchPeer struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+type peerResult struct {
+	TokS     []float64 `json:"tok_s"`
+	MaxRSSKB int64     `json:"maxrss_kb"`
+	Error    string    `json:"error"`
+}
+
+// startPeer starts the PyTorch peer for c with the thread setting perf.md
+// found best for that size: only one of torch's and OpenBLAS's pools uses
+// both cores (d ≤ 128: torch 2 + OpenBLAS 1; larger: torch 1 + OpenBLAS 2).
+func startPeer(c model.Config, name string, o benchOpts) (*torchPeer, error) {
+	script := filepath.Join(o.scripts, "torch_peer.py")
+	if _, err := os.Stat(script); err != nil {
+		return nil, fmt.Errorf("PyTorch peer: %w (run from the repository root, set -scripts, or use -skip-torch)", err)
+	}
+	torchThreads, blasThreads := 2, 1
+	if c.HiddenSize > 128 {
+		torchThreads, blasThreads = 1, 2
+	}
+	cmd := exec.Command(o.python, script,
+		"--d", strconv.Itoa(c.HiddenSize), "--layers", strconv.Itoa(c.NumLayers),
+		"--heads", strconv.Itoa(c.NumHeads), "--kv-heads", strconv.Itoa(c.NumKVHeads),
+		"--inter", strconv.Itoa(c.IntermediateSize), "--vocab", strconv.Itoa(c.VocabSize),
+		"--max-pos", strconv.Itoa(c.MaxPositions), "--eps", strconv.FormatFloat(c.RMSNormEps, 'g', -1, 64),
+		"--batch", strconv.Itoa(benchB), "--seq", strconv.Itoa(benchT), "--torch-threads", strconv.Itoa(torchThreads))
+	cmd.Env = append(os.Environ(), "OPENBLAS_NUM_THREADS="+strconv.Itoa(blasThreads), "OMP_NUM_THREADS="+strconv.Itoa(torchThreads))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("PyTorch peer: %w (set -python, or use -skip-torch)", err)
+	}
+	p := &torchPeer{cmd: cmd, in: in, out: bufio.NewScanner(outPipe)}
+	if !p.out.Scan() {
+		p.close()
+		return nil, errors.New("PyTorch peer exited before it was ready (is torch installed for -python?)")
+	}
+	fmt.Fprintf(os.Stderr, "  %s: PyTorch peer ready (torch threads %d, OpenBLAS threads %d): %s\n", name, torchThreads, blasThreads, p.out.Text())
+	return p, nil
+}
+
+func (p *torchPeer) do(req map[string]any) (peerResult, error) {
+	var res peerResult
+	b, _ := json.Marshal(req)
+	if _, err := p.in.Write(append(b, '\n')); err != nil {
+		return res, fmt.Errorf("PyTorch peer: %w", err)
+	}
+	if !p.out.Scan() {
+		return res, errors.New("PyTorch peer exited unexpectedly")
+	}
+	if err := json.Unmarshal(p.out.Bytes(), &res); err != nil {
+		return res, fmt.Errorf("PyTorch peer: bad reply %q: %w", p.out.Text(), err)
+	}
+	if res.Error != "" || len(res.TokS) == 0 {
+		return res, fmt.Errorf("PyTorch peer: %s", p.out.Text())
+	}
+	return res, nil
+}
+
+func (p *torchPeer) close() {
+	p.in.Close() // the peer's loop ends at EOF
+	p.cmd.Wait()
+}
+
+func printRows(rows []benchRow) {
+	fmt.Printf("%-14s %20s %20s %16s %22s\n", "tokens/s", "ragen best / median", "torch best / median", "ratio best / med", "peak RSS ragen / torch")
+	for _, r := range rows {
+		fmt.Printf("%-14s %9.0f / %-8.0f", r.name, slices.Max(r.ours), median(r.ours))
+		if r.theirsMissing {
+			fmt.Printf(" %20s %16s %13.0f MiB / –\n", "–", "–", float64(r.oursKB)/1024)
+			continue
+		}
+		fmt.Printf(" %9.0f / %-8.0f %7.2f× / %5.2f× %9.0f / %.0f MiB\n", slices.Max(r.theirs), median(r.theirs),
+			slices.Max(r.ours)/slices.Max(r.theirs), median(r.ours)/median(r.theirs), float64(r.oursKB)/1024, float64(r.thKB)/1024)
+	}
+}
+
+// benchGEMM compares gemm.Sgemm (C = A·B) with OpenBLAS's cblas_sgemm on
+// the perf.md shapes, both on 2 threads, in alternating rounds. The OpenBLAS
+// peer is compiled here with gcc when libopenblas-dev is installed.
+func benchGEMM(o benchOpts) error {
+	secs := 0.3
+	if o.quick {
+		secs = 0.1
+	}
+	peer, why := buildBLASPeer(o.scripts)
+	if peer != "" {
+		defer os.RemoveAll(filepath.Dir(peer))
+	}
+	ours := make([][]float64, len(gemmShapes))
+	theirs := make([][]float64, len(gemmShapes))
+	for range o.rounds {
+		for i, s := range gemmShapes {
+			ours[i] = append(ours[i], gemmRate(s, secs))
+		}
+		if peer == "" {
+			continue
+		}
+		rates, err := runBLASPeer(peer, secs)
+		if err != nil {
+			return err
+		}
+		for i := range theirs {
+			theirs[i] = append(theirs[i], rates[i])
+		}
+	}
+	fmt.Printf("\n%-16s %20s %20s %16s\n", "SGEMM GFLOP/s", "ragen best / median", "OpenBLAS best / med", "ratio best / med")
+	for i, s := range gemmShapes {
+		fmt.Printf("%-16s %9.1f / %-8.1f", fmt.Sprintf("%d,%d,%d", s[0], s[1], s[2]), slices.Max(ours[i]), median(ours[i]))
+		if peer == "" {
+			fmt.Println()
+			continue
+		}
+		fmt.Printf(" %9.1f / %-8.1f %7.2f× / %5.2f×\n", slices.Max(theirs[i]), median(theirs[i]),
+			slices.Max(ours[i])/slices.Max(theirs[i]), median(ours[i])/median(theirs[i]))
+	}
+	if peer == "" {
+		fmt.Printf("(no OpenBLAS comparison: %s)\n", why)
+	}
+	return nil
+}
+
+// gemmRate is the best GFLOP/s of repeated products of shape s over secs.
+func gemmRate(s [3]int, secs float64) float64 {
+	m, n, k := s[0], s[1], s[2]
+	rng := rand.New(rand.NewPCG(uint64(m), uint64(n)))
+	a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
+	for i := range a {
+		a[i] = rng.Float32()
+	}
+	for i := range b {
+		b[i] = rng.Float32()
+	}
+	best := math.Inf(1)
+	for start := time.Now(); time.Since(start).Seconds() < secs; {
+		t0 := time.Now()
+		gemm.Sgemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n)
+		best = min(best, time.Since(t0).Seconds())
+	}
+	return 2 * float64(m) * float64(n) * float64(k) / best / 1e9
+}
+
+// buildBLASPeer compiles openblas_peer.c into a temporary directory and
+// returns the binary, or "" and the reason it could not.
+func buildBLASPeer(scripts string) (bin, why string) {
+	src := filepath.Join(scripts, "openblas_peer.c")
+	if _, err := os.Stat(src); err != nil {
+		return "", err.Error()
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		return "", "gcc not found"
+	}
+	dir, err := os.MkdirTemp("", "ragen-bench")
+	if err != nil {
+		return "", err.Error()
+	}
+	bin = filepath.Join(dir, "openblas_peer")
+	if out, err := exec.Command("gcc", "-O2", src, "-o", bin, "-lopenblas").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Sprintf("building the peer failed (apt-get install -y libopenblas-dev): %s", strings.TrimSpace(string(out)))
+	}
+	return bin, ""
+}
+
+// runBLASPeer runs the OpenBLAS peer on 2 threads over gemmShapes.
+func runBLASPeer(bin string, secs float64) ([]float64, error) {
+	args := []string{"2", strconv.FormatFloat(secs, 'f', 2, 64)}
+	for _, s := range gemmShapes {
+		args = append(args, fmt.Sprintf("%d,%d,%d", s[0], s[1], s[2]))
+	}
+	out, err := exec.Command(bin, args...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("OpenBLAS peer: %w", err)
+	}
+	var rates []float64
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 4 {
+			return nil, fmt.Errorf("OpenBLAS peer: bad line %q", line)
+		}
+		r, err := strconv.ParseFloat(f[3], 64)
+		if err != nil {
+			return nil, fmt.Errorf("OpenBLAS peer: bad line %q", line)
+		}
+		rates = append(rates, r)
+	}
+	if len(rates) != len(gemmShapes) {
+		return nil, fmt.Errorf("OpenBLAS peer: %d results for %d shapes", len(rates), len(gemmShapes))
+	}
+	return rates, nil
+}
+
+func mean(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}
+
+func median(x []float64) float64 {
+	s := slices.Sorted(slices.Values(x))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// maxRSSKB is this process's peak resident set size in KiB.
+func maxRSSKB() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

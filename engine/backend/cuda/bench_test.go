@@ -1,0 +1,150 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/engine/optim"
+	"github.com/ragen-go/ragen/engine/sample"
+)
+
+// Benchmarks for scripts/gpu-check: a training step (forward, backward,
+// AdamW) and batched decoding, reported as tokens/s, for the small preset
+// and a Qwen2-0.5B-shaped model with random weights.
+
+type benchModel struct {
+	name       string
+	cfg        model.Config
+	seqs, seqL int // training batch
+	slots      int // decoding batch
+}
+
+func qwen05B() model.Config {
+	c := model.Small()
+	c.VocabSize, c.HiddenSize, c.NumLayers = 151936, 896, 24
+	c.NumHeads, c.NumKVHeads, c.IntermediateSize = 14, 2, 4864
+	c.MaxPositions, c.RopeTheta = 2048, 1e6
+	return c
+}
+
+func benchModels() []benchModel {
+	small := model.Small()
+	small.VocabSize = 512
+	return []benchModel{
+		{"small", small, 16, 256, 64},
+		{"qwen2-0.5b", qwen05B(), 4, 512, 32},
+	}
+}
+
+// params caches one random initialisation per model: model.New of 0.5B
+// parameters takes seconds on the host, and a benchmark function runs
+// more than once.
+var params sync.Map // name → []float32
+
+func paramsOf(b *testing.B, m benchModel) []float32 {
+	if p, ok := params.Load(m.name); ok {
+		return p.([]float32)
+	}
+	mm, err := model.New(m.cfg, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	params.Store(m.name, mm.Params.Data)
+	return mm.Params.Data
+}
+
+func BenchmarkTrainStep(b *testing.B) {
+	g := open(b)
+	for _, m := range benchModels() {
+		b.Run(m.name, func(b *testing.B) {
+			tr, err := backend.NewTransformer(g, m.cfg, paramsOf(b, m))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tr.Free()
+			groups := make([]optim.Group, len(tr.Layout.Views))
+			for i, v := range tr.Layout.Views {
+				groups[i] = optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay}
+			}
+			opt, err := backend.NewAdamW(g, optim.DefaultConfig(), tr.Layout.Size, groups)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer opt.Free()
+			rng := rand.New(rand.NewPCG(1, 1))
+			lens := make([]int, m.seqs)
+			toks := make([]int, m.seqs*m.seqL)
+			for i := range lens {
+				lens[i] = m.seqL
+			}
+			for i := range toks {
+				toks[i] = rng.IntN(m.cfg.VocabSize)
+			}
+			dlp := make([]float32, len(toks))
+			for i := range dlp {
+				dlp[i] = -1 / float32(len(toks)) // maximise the mean log-likelihood
+			}
+			b.ResetTimer()
+			for range b.N {
+				if _, _, err := tr.Forward(toks, lens); err != nil {
+					b.Fatal(err)
+				}
+				tr.ZeroGrad()
+				if err := tr.Backward(dlp, nil); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := backend.ClipGradNorm(g, tr.Grads, 1); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := opt.Step(tr.Params, tr.Grads); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*len(toks))/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	g := open(b)
+	const steps = 128
+	for _, m := range benchModels() {
+		b.Run(m.name, func(b *testing.B) {
+			tr, err := backend.NewTransformer(g, m.cfg, paramsOf(b, m))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tr.Free()
+			dec, err := tr.NewDecoder(m.slots, steps)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer dec.Free()
+			rngs := make([]*sample.RNG, m.slots)
+			for i := range rngs {
+				rngs[i] = sample.NewRNG(uint64(i))
+			}
+			o := sample.Options{Temperature: 1, TopK: 50, TopP: 0.9}
+			b.ResetTimer()
+			for range b.N {
+				dec.Reset()
+				toks := make([]int, m.slots) // token 0 starts every slot
+				for range steps {
+					logits, err := dec.Step(toks)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if toks, err = g.Sample(logits, m.slots, m.cfg.VocabSize, o, rngs); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N*steps*m.slots)/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}

@@ -1,0 +1,88 @@
+//go:build cuda
+
+package cuda
+
+/*
+#cgo LDFLAGS: -lcublas
+#include <cublas_v2.h>
+
+// Device pointers cross from Go as integers (they are not Go pointers) and
+// become float* here. Row-major to column-major: see sgemm in blas.go.
+static cublasStatus_t rowSgemm(cublasHandle_t h, int ta, int tb, int M, int N, int K,
+		float alpha, unsigned long long a, int lda, unsigned long long b, int ldb,
+		float beta, unsigned long long c, int ldc) {
+	return cublasSgemm_v2(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+		N, M, K, &alpha, (const float*)b, ldb, (const float*)a, lda, &beta, (float*)c, ldc);
+}
+
+static cublasStatus_t rowSgemmStrided(cublasHandle_t h, int ta, int tb, int M, int N, int K,
+		float alpha, unsigned long long a, int lda, long long sa, unsigned long long b, int ldb, long long sb,
+		float beta, unsigned long long c, int ldc, long long sc, int count) {
+	return cublasSgemmStridedBatched(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+		N, M, K, &alpha, (const float*)b, ldb, sb, (const float*)a, lda, sa, &beta, (float*)c, ldc, sc, count);
+}
+*/
+import "C"
+
+import "fmt"
+
+// cuBLAS is bound here directly rather than through gorgonia.org/cu/blas:
+// v0.9.6's wrapper takes Go slices (device pointers would have to pose as
+// []float32), cannot set a stream and has no strided-batched GEMM. Four C
+// functions are all the backend needs.
+
+type blasHandle struct{ h C.cublasHandle_t }
+
+// newBlas creates a handle bound to stream, with TF32 tensor-op math off so
+// products keep float32 precision (the parity tolerance is 1e-3).
+func newBlas(stream cuStream) (*blasHandle, error) {
+	var h C.cublasHandle_t
+	if st := C.cublasCreate_v2(&h); st != C.CUBLAS_STATUS_SUCCESS {
+		return nil, fmt.Errorf("cublas: create: status %d", int(st))
+	}
+	// CUstream and cudaStream_t are the same C type.
+	if st := C.cublasSetStream_v2(h, stream); st != C.CUBLAS_STATUS_SUCCESS {
+		C.cublasDestroy_v2(h)
+		return nil, fmt.Errorf("cublas: set stream: status %d", int(st))
+	}
+	if st := C.cublasSetMathMode(h, C.CUBLAS_DEFAULT_MATH); st != C.CUBLAS_STATUS_SUCCESS {
+		C.cublasDestroy_v2(h)
+		return nil, fmt.Errorf("cublas: set math mode: status %d", int(st))
+	}
+	return &blasHandle{h}, nil
+}
+
+func (b *blasHandle) close() { C.cublasDestroy_v2(b.h) }
+
+func flag(trans bool) C.int {
+	if trans {
+		return 1
+	}
+	return 0
+}
+
+// sgemm is row-major C = alpha·op(A)·op(B) + beta·C. cuBLAS is
+// column-major, and a row-major matrix is its transpose in column-major,
+// so it computes Cᵀ = op(B)ᵀ·op(A)ᵀ: the operands swap, the flags stay.
+func (b *blasHandle) sgemm(transA, transB bool, M, N, K int, alpha float32, a devptr, lda int, bb devptr, ldb int, beta float32, c devptr, ldc int) error {
+	st := C.rowSgemm(b.h, flag(transA), flag(transB), C.int(M), C.int(N), C.int(K),
+		C.float(alpha), C.ulonglong(a), C.int(lda), C.ulonglong(bb), C.int(ldb),
+		C.float(beta), C.ulonglong(c), C.int(ldc))
+	if st != C.CUBLAS_STATUS_SUCCESS {
+		return fmt.Errorf("cublas: sgemm %dx%dx%d: status %d", M, N, K, int(st))
+	}
+	return nil
+}
+
+// sgemmStrided is sgemm over count matrices, the i-th at a + i·strideA
+// (floats) and so on; a stride of 0 shares one operand across the batch
+// (the key/value head of a query-head group).
+func (b *blasHandle) sgemmStrided(transA, transB bool, M, N, K int, alpha float32, a devptr, lda, strideA int, bb devptr, ldb, strideB int, beta float32, c devptr, ldc, strideC, count int) error {
+	st := C.rowSgemmStrided(b.h, flag(transA), flag(transB), C.int(M), C.int(N), C.int(K),
+		C.float(alpha), C.ulonglong(a), C.int(lda), C.longlong(strideA), C.ulonglong(bb), C.int(ldb), C.longlong(strideB),
+		C.float(beta), C.ulonglong(c), C.int(ldc), C.longlong(strideC), C.int(count))
+	if st != C.CUBLAS_STATUS_SUCCESS {
+		return fmt.Errorf("cublas: strided-batched sgemm %d×(%dx%dx%d): status %d", count, M, N, K, int(st))
+	}
+	return nil
+}

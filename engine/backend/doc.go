@@ -1,0 +1,81 @@
+// Package backend is the compute interface of the engine and the registry
+// of its implementations.
+//
+// A Backend owns float32 buffers (host memory for "cpu", device memory for
+// "cuda") and runs the transformer's ops on them: embedding gather and
+// scatter-add, RMSNorm, RoPE, causal grouped-query attention over packed
+// sequences (and its one-token KV-cache form for decoding), SwiGLU,
+// log-softmax with target gather and entropy, each with its backward; GEMM
+// in the three layouts of a linear layer; AdamW; a deterministic gradient
+// norm; sampling with temperature, top-k and top-p. The ops copy the
+// signatures of the kernels in engine/backend/cpu, llm.c style, with
+// Buffers in place of []float32; token ids, positions, sequence lengths and
+// targets stay host []int, since the host is where they come from.
+//
+// On top of the interface, Transformer runs model.Model's forward and
+// backward pass with parameters, gradients and activations in backend
+// buffers (laid out by model.Layout), AdamW keeps its moments there too,
+// and Decoder generates with a KV cache on the backend: the host sends
+// tokens and gets per-token log-probabilities, entropies, sampled tokens
+// and norms back, never weights or activations.
+//
+// # Selecting a backend
+//
+// Implementations register from init: CPU (this package, the reference:
+// the kernels of engine/backend/cpu on host slices) as "cpu", and package
+// engine/backend/cuda as "cuda" when the binary is built with -tags cuda
+// and imports it (cmd/ragen does). Check(name) says whether a backend can
+// run here, with the reason when not: "cuda" in a build without the tag
+// says how to rebuild, and with the tag but no device says that none was
+// found. Open(name) returns an instance. The trainer's config field
+// `backend` (flag -backend) goes through Check.
+//
+// # Errors
+//
+// Ops return nothing: a device backend queues them asynchronously. The
+// first failure sticks (Err) and is returned by every call that brings data
+// back to the host (Download, GradNorm, Sample), after which ops do nothing,
+// as bufio.Writer does. Bad sizes are caught on the host before a kernel
+// could write out of bounds.
+//
+// # The CUDA backend
+//
+// engine/backend/cuda binds the CUDA driver API (context, one non-blocking
+// stream per Backend, device memory, module loading, kernel launch) and
+// cuBLAS directly with cgo, and uses gorgonia.org/cu/nvrtc to compile
+// kernels.cu, embedded with go:embed, at start for the device's compute
+// capability (falling back to an older PTX target when NVRTC predates the
+// device). gorgonia.org/cu's root package is not used because its init
+// exits the process when cuInit fails, so a CUDA build could not even run
+// on the CPU, nor report a missing device; its cublas package takes Go
+// slices, has no stream setter and no strided-batched GEMM.
+//
+// Matrix products go to cublasSgemm (row-major by computing the transposed
+// product), attention to cublasSgemmStridedBatched over the query heads
+// of each key/value group (stride 0 shares K and V), with our fused
+// scale+mask+softmax kernel between the two products. Reductions use a
+// fixed block size and tree; sums over rows (weight gradients, embedding
+// scatter-add) run one thread per column over the rows in order, with no
+// atomics, so results are the same on every run (not bit-equal to the CPU).
+// TF32 is off: products stay float32.
+//
+// Mixed precision is designed, not done: the float32 parameters stay the
+// master copy that AdamW updates, a bf16 copy is refreshed after each step,
+// and products would read it through cublasGemmEx with float32
+// accumulation. The bf16 storage type and the rounding kernels exist; bf16
+// GEMMs and bf16 variants of the other kernels do not.
+//
+// # Status
+//
+// Without a GPU, CI builds and vets everything with -tags cuda against the
+// headers and link stubs of Debian's nvidia-cuda-dev (scripts/cuda-check),
+// compiles kernels.cu with the real NVRTC, and runs the CUDA tests against
+// the stub driver, where the parity tests skip saying that no device was
+// found. The CPU implementation, Transformer, AdamW and Decoder are tested
+// here against model.Model and optim.AdamW. The CUDA kernels themselves
+// have not yet run on a device: scripts/gpu-check runs the parity tests
+// (every op, sampling, bf16 rounding, a whole training step of the tiny
+// and small presets; relative error ≤ 1e-3) and the benchmarks on a GPU.
+// The trainer still calls model.Model directly, so it refuses "cuda" for
+// now rather than silently training on the CPU.
+package backend

@@ -1,0 +1,27 @@
+// Package session is the notebook interpreter, independent of Jupyter and
+// ZeroMQ: the kernel serves it over the wire and ragen-run drives it in
+// process, so both execute cells identically.
+//
+// A Session is one yaegi (v0.16.1) interpreter with the Go standard
+// library (yaegi's tables, restricted: os.Exit panics, the environment is a
+// copy; os/exec is added back), the kernel's packages under "ragen/display"
+// and "ragen/cellctx", and whatever symbol tables Use adds (the generated
+// tables of stdlib/). Execute runs one cell:
+//
+//   - split.go cuts the cell into imports (hoisted), declaration chunks and
+//     statement chunks, compiled with positions that are the cell's own;
+//   - goguard.go makes goroutines started by cell code recover their panics;
+//   - capture.go captures fds 1 and 2 (dup2 onto pipes) for the duration of
+//     the cell and streams the output, batched, to Output.Stream;
+//   - the last bare expression becomes the Result, rendered through the
+//     display interfaces (see package display);
+//   - errors.go turns compile errors, panics and os.Exit into Errors with
+//     cell[N]:line:col, the source line and a caret, and handles the
+//     redefinition of functions (callers recompiled) and types (refused).
+//
+// Interrupt cancels the running cell: first its context (cellctx), then,
+// after Options.InterruptGrace or at a second call, the interpreter.
+//
+// Cells of one process share fds 1 and 2, so Execute calls of different
+// sessions in one process run one at a time.
+package session

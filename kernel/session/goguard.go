@@ -1,0 +1,151 @@
+package session
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"sort"
+	"strings"
+	"sync/atomic"
+)
+
+// Goroutine panics. yaegi does not recover a panic in a goroutine a cell
+// started, so it would end the kernel. Before compiling, every go statement
+// of a cell is rewritten so the goroutine recovers and reports the panic:
+//
+//	go f(a, b)   becomes
+//	{ g1f, g1a0, g1a1 := f, a, b; go func() { defer __ragenRecover("cell[3]:2:1"); g1f(g1a0, g1a1) }() }
+//
+// The function value and the arguments are evaluated in the starting
+// goroutine, as Go does (a loop variable passed as an argument keeps its
+// value). Literals, nil/true/false/iota, package-qualified names (maybe
+// untyped constants) and plain function names are left in place: binding
+// an untyped constant would give it its default type. A goroutine started
+// by compiled code cannot be guarded; it must recover by itself.
+
+const recoverFunc = "__ragenRecover"
+
+// recoverDecl is declared in main when the session starts.
+const recoverDecl = `func ` + recoverFunc + `(at string) {
+	if r := recover(); r != nil {
+		__ragen.GoPanic(at, r)
+	}
+}`
+
+var goSeq atomic.Int64
+
+// guard rewrites the go statements of src, a complete file as compiled.
+// Each pass rewrites the outermost unguarded statements; nested ones are
+// reached by the next pass.
+func (s *Session) guard(src string) string {
+	for pass := 0; pass < 8; pass++ {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, fileName, src, 0)
+		if err != nil {
+			return src // the real parse reports the error
+		}
+		imported := map[string]bool{}
+		s.mu.Lock()
+		for name := range s.imported {
+			imported[name] = true
+		}
+		s.mu.Unlock()
+		type edit struct {
+			start, end int
+			text       string
+		}
+		var edits []edit
+		ast.Inspect(f, func(n ast.Node) bool {
+			g, ok := n.(*ast.GoStmt)
+			if !ok {
+				return true
+			}
+			if guarded(g) {
+				return true // look inside for nested go statements
+			}
+			off := func(p token.Pos) int { return fset.PositionFor(p, false).Offset }
+			text := func(e ast.Node) string { return src[off(e.Pos()):off(e.End())] }
+			pos := fset.Position(g.Pos())
+			at := s.rewrite(fmt.Sprintf("%s:%d:%d", fileName, pos.Line, pos.Column))
+			id := goSeq.Add(1)
+			var names, values, args []string
+			bind := func(e ast.Expr, name string) string {
+				if keepInPlace(e, imported) {
+					return text(e)
+				}
+				names = append(names, name)
+				values = append(values, text(e))
+				return name
+			}
+			fun := text(g.Call.Fun)
+			switch g.Call.Fun.(type) {
+			case *ast.Ident, *ast.FuncLit:
+			default:
+				fun = bind(g.Call.Fun, fmt.Sprintf("__ragenG%df", id))
+			}
+			for i, a := range g.Call.Args {
+				args = append(args, bind(a, fmt.Sprintf("__ragenG%da%d", id, i)))
+			}
+			call := fun + "(" + strings.Join(args, ", ")
+			if g.Call.Ellipsis.IsValid() {
+				call += "..."
+			}
+			call += ")"
+			body := fmt.Sprintf("go func() { defer %s(%q); %s }()", recoverFunc, at, call)
+			if len(names) > 0 {
+				body = fmt.Sprintf("{ %s := %s; %s }", strings.Join(names, ", "), strings.Join(values, ", "), body)
+			}
+			edits = append(edits, edit{off(g.Pos()), off(g.End()), body})
+			return false
+		})
+		if len(edits) == 0 {
+			return src
+		}
+		sort.Slice(edits, func(i, j int) bool { return edits[i].start > edits[j].start })
+		for _, e := range edits {
+			src = src[:e.start] + e.text + src[e.end:]
+		}
+	}
+	return src
+}
+
+// guarded reports whether g is already `go func() { defer __ragenRecover(...); ... }()`.
+func guarded(g *ast.GoStmt) bool {
+	lit, ok := g.Call.Fun.(*ast.FuncLit)
+	if !ok || len(lit.Body.List) == 0 {
+		return false
+	}
+	d, ok := lit.Body.List[0].(*ast.DeferStmt)
+	if !ok {
+		return false
+	}
+	id, ok := d.Call.Fun.(*ast.Ident)
+	return ok && id.Name == recoverFunc
+}
+
+// keepInPlace reports whether an expression may stay unevaluated until the
+// goroutine runs: it has no state that could change, and binding it could
+// change its type.
+func keepInPlace(e ast.Expr, imported map[string]bool) bool {
+	switch x := e.(type) {
+	case *ast.BasicLit, *ast.FuncLit:
+		return true
+	case *ast.Ident:
+		switch x.Name {
+		case "nil", "true", "false", "iota":
+			return true
+		}
+	case *ast.SelectorExpr:
+		if id, ok := x.X.(*ast.Ident); ok && imported[id.Name] {
+			return true
+		}
+	case *ast.ParenExpr:
+		return keepInPlace(x.X, imported)
+	case *ast.UnaryExpr:
+		return x.Op != token.AND && x.Op != token.ARROW && keepInPlace(x.X, imported)
+	case *ast.BinaryExpr:
+		return keepInPlace(x.X, imported) && keepInPlace(x.Y, imported)
+	}
+	return false
+}

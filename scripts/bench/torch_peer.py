@@ -1,0 +1,188 @@
+"""PyTorch peer for `ragen bench`: the same Llama-style model as
+engine/model (RMSNorm, RoPE, causal attention, SwiGLU, q/k/v biases, tied
+LM head, scalar value head), in plain torch, timed on the same work.
+
+The Go side starts this script once per preset and talks to it over
+stdin/stdout, one JSON object per line, so that our runs and PyTorch's can
+alternate in rounds without paying torch's import each time:
+
+    {"op": "train", "steps": 3}      -> {"tok_s": [...], "maxrss_kb": N}
+    {"op": "decode", "batch": 16, "prompt": 128, "new": 128}
+                                      -> {"tok_s": [x], "maxrss_kb": N}
+    {"op": "quit"}
+
+Thread setting (research/perf.md, section 2): only one of torch's OpenMP
+pool and OpenBLAS's pool may use both cores. The parent sets
+OPENBLAS_NUM_THREADS in our environment; --torch-threads sets torch's.
+"""
+
+import argparse
+import json
+import math
+import resource
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rope_tables(max_pos, hd, theta):
+    inv = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    ang = torch.arange(max_pos, dtype=torch.float64)[:, None] * inv[None, :]
+    return torch.cos(ang).float(), torch.sin(ang).float()
+
+
+def rope(x, cos, sin):
+    # x: (B, H, L, hd); rotate halves (Hugging Face Llama convention).
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
+    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+
+class Block(nn.Module):
+    def __init__(self, a):
+        super().__init__()
+        d, self.h, self.kv, self.hd = a.d, a.heads, a.kv_heads, a.d // a.heads
+        self.inorm = RMSNorm(d, a.eps)
+        self.q = nn.Linear(d, self.h * self.hd)
+        self.k = nn.Linear(d, self.kv * self.hd)
+        self.v = nn.Linear(d, self.kv * self.hd)
+        self.o = nn.Linear(self.h * self.hd, d, bias=False)
+        self.pnorm = RMSNorm(d, a.eps)
+        self.gate = nn.Linear(d, a.inter, bias=False)
+        self.up = nn.Linear(d, a.inter, bias=False)
+        self.down = nn.Linear(a.inter, d, bias=False)
+
+    def forward(self, x, cos, sin, cache=None, pos=0):
+        B, L, _ = x.shape
+        y = self.inorm(x)
+        q = self.q(y).view(B, L, self.h, self.hd).transpose(1, 2)
+        k = self.k(y).view(B, L, self.kv, self.hd).transpose(1, 2)
+        v = self.v(y).view(B, L, self.kv, self.hd).transpose(1, 2)
+        c, s = cos[pos:pos + L], sin[pos:pos + L]
+        q, k = rope(q, c, s), rope(k, c, s)
+        if cache is not None:
+            kc, vc = cache
+            kc[:, :, pos:pos + L] = k
+            vc[:, :, pos:pos + L] = v
+            k, v = kc[:, :, : pos + L], vc[:, :, : pos + L]
+        if self.kv != self.h:
+            k = k.repeat_interleave(self.h // self.kv, dim=1)
+            v = v.repeat_interleave(self.h // self.kv, dim=1)
+        att = (q @ k.transpose(-1, -2)) / math.sqrt(self.hd)
+        if L > 1:
+            W = k.shape[2]
+            mask = torch.ones(L, W, dtype=torch.bool).triu(W - L + 1)
+            att = att.masked_fill(mask, float("-inf"))
+        out = (att.softmax(-1) @ v).transpose(1, 2).reshape(B, L, self.h * self.hd)
+        x = x + self.o(out)
+        y = self.pnorm(x)
+        return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+
+class Model(nn.Module):
+    def __init__(self, a):
+        super().__init__()
+        self.embed = nn.Embedding(a.vocab, a.d)
+        self.blocks = nn.ModuleList(Block(a) for _ in range(a.layers))
+        self.norm = RMSNorm(a.d, a.eps)
+        self.value = nn.Linear(a.d, 1)
+        cos, sin = rope_tables(a.max_pos, a.d // a.heads, 10000.0)
+        self.register_buffer("cos", cos)
+        self.register_buffer("sin", sin)
+        for p in self.parameters():
+            if p.dim() == 2:
+                nn.init.normal_(p, std=0.02)
+
+    def forward(self, tokens, caches=None, pos=0):
+        x = self.embed(tokens)
+        for i, b in enumerate(self.blocks):
+            x = b(x, self.cos, self.sin, None if caches is None else caches[i], pos)
+        x = self.norm(x)
+        return x @ self.embed.weight.t(), self.value(x).squeeze(-1)
+
+
+def maxrss_kb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def train(model, opt, a, steps):
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, a.vocab, (a.batch, a.seq), generator=g)
+    returns = torch.randn(a.batch, a.seq - 1, generator=g)
+    rates = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        logits, value = model(tokens)
+        ce = F.cross_entropy(logits[:, :-1].reshape(-1, a.vocab), tokens[:, 1:].reshape(-1))
+        loss = ce + 0.5 * F.mse_loss(value[:, 1:], returns)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        rates.append(a.batch * a.seq / (time.perf_counter() - t0))
+    return rates
+
+
+@torch.no_grad()
+def decode(model, a, batch, prompt, new):
+    g = torch.Generator().manual_seed(2)
+    tokens = torch.randint(0, a.vocab, (batch, prompt), generator=g)
+    hd = a.d // a.heads
+    caches = [(torch.empty(batch, a.kv_heads, prompt + new, hd), torch.empty(batch, a.kv_heads, prompt + new, hd))
+              for _ in range(a.layers)]
+    t0 = time.perf_counter()
+    logits, _ = model(tokens, caches, 0)
+    nxt = torch.multinomial(logits[:, -1].softmax(-1), 1, generator=g)
+    for pos in range(prompt, prompt + new - 1):
+        logits, _ = model(nxt, caches, pos)
+        nxt = torch.multinomial(logits[:, -1].softmax(-1), 1, generator=g)
+    return [batch * new / (time.perf_counter() - t0)]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--d", type=int, required=True)
+    p.add_argument("--layers", type=int, required=True)
+    p.add_argument("--heads", type=int, required=True)
+    p.add_argument("--kv-heads", type=int, required=True)
+    p.add_argument("--inter", type=int, required=True)
+    p.add_argument("--vocab", type=int, required=True)
+    p.add_argument("--max-pos", type=int, required=True)
+    p.add_argument("--eps", type=float, default=1e-6)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--seq", type=int, default=256)
+    p.add_argument("--torch-threads", type=int, default=1)
+    a = p.parse_args()
+    torch.set_num_threads(a.torch_threads)
+    torch.manual_seed(0)
+    model = Model(a)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    print(json.dumps({"ready": True, "params": sum(p.numel() for p in model.parameters())}), flush=True)
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req["op"] == "quit":
+            break
+        if req["op"] == "train":
+            rates = train(model, opt, a, req["steps"])
+        elif req["op"] == "decode":
+            rates = decode(model, a, req["batch"], req["prompt"], req["new"])
+        else:
+            print(json.dumps({"error": "unknown op " + req["op"]}), flush=True)
+            continue
+        print(json.dumps({"tok_s": rates, "maxrss_kb": maxrss_kb()}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
