@@ -148,4 +148,15 @@ func validateWithNbformat(t *testing.T, path string) {
 	if err != nil {
 		t.Fatalf("nbformat rejects %s: %v\n%s", path, err, strings.TrimSpace(string(out)))
 	}
+	// nbformat writes the same bytes: no diff noise when a notebook moves
+	// between Jupyter and ragen-run.
+	rewritten := path + ".nbformat"
+	if out, err := exec.Command(py, "-c", `import sys, nbformat; nbformat.write(nbformat.read(sys.argv[1], 4), sys.argv[2])`, path, rewritten).CombinedOutput(); err != nil {
+		t.Fatalf("nbformat cannot rewrite %s: %v\n%s", path, err, out)
+	}
+	a, _ := os.ReadFile(path)
+	b, _ := os.ReadFile(rewritten)
+	if !bytes.Equal(a, b) {
+		t.Errorf("nbformat writes %s differently from ragen-run", path)
+	}
 }

@@ -30,6 +30,8 @@ type Param struct {
 	Name string
 	Type string // Go type as written or inferred ("int", "time.Duration"); "" when unknown
 	Expr string // the default value's source
+	// Const marks a constant: it cannot be reassigned, so not set either.
+	Const bool
 }
 
 // DeclaredParams finds the declarations of a parameters cell: `var x = v`,
@@ -45,8 +47,8 @@ func DeclaredParams(src string) ([]Param, error) {
 		return nil, fmt.Errorf("cannot parse the parameters cell: %v", err)
 	}
 	var ps []Param
-	add := func(name string, typ, val ast.Expr) {
-		p := Param{Name: name}
+	add := func(name string, typ, val ast.Expr, isConst bool) {
+		p := Param{Name: name, Const: isConst}
 		if typ != nil {
 			p.Type = types.ExprString(typ)
 		}
@@ -72,7 +74,7 @@ func DeclaredParams(src string) ([]Param, error) {
 					if i < len(vs.Values) {
 						val = vs.Values[i]
 					}
-					add(n.Name, vs.Type, val)
+					add(n.Name, vs.Type, val, gd.Tok == token.CONST)
 				}
 			}
 		case *ast.AssignStmt:
@@ -81,7 +83,7 @@ func DeclaredParams(src string) ([]Param, error) {
 			}
 			for i, l := range st.Lhs {
 				if id, ok := l.(*ast.Ident); ok && id.Name != "_" {
-					add(id.Name, nil, st.Rhs[i])
+					add(id.Name, nil, st.Rhs[i], false)
 				}
 			}
 		}
@@ -294,6 +296,9 @@ func (nb *Notebook) InjectParams(values []string) error {
 		p, ok := byName[name]
 		if !ok {
 			return fmt.Errorf("-p %s: %q is not declared in the parameters cell (it declares: %s)", v, name, strings.Join(names, ", "))
+		}
+		if p.Const {
+			return fmt.Errorf("-p %s: %s is a constant in the parameters cell and cannot be reassigned; declare it with var or :=", v, name)
 		}
 		lit, err := p.goLiteral(value)
 		if err != nil {

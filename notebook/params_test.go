@@ -16,7 +16,8 @@ var (
 	name    = "bandit"
 	verbose bool
 )
-const seed int64 = 7
+var seed int64 = 7
+const version = 2
 budget := 5 * time.Second
 scale := float32(0.5)
 algo := fmt.Sprint("x")`
@@ -27,9 +28,9 @@ func TestDeclaredParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Param{
-		{"steps", "int", "30"}, {"lr", "float64", "1e-3"}, {"name", "string", `"bandit"`},
-		{"verbose", "bool", ""}, {"seed", "int64", "7"}, {"budget", "time.Duration", "5 * time.Second"},
-		{"scale", "float32", "float32(0.5)"}, {"algo", "", `fmt.Sprint("x")`},
+		{"steps", "int", "30", false}, {"lr", "float64", "1e-3", false}, {"name", "string", `"bandit"`, false},
+		{"verbose", "bool", "", false}, {"seed", "int64", "7", false}, {"version", "int", "2", true}, {"budget", "time.Duration", "5 * time.Second", false},
+		{"scale", "float32", "float32(0.5)", false}, {"algo", "", `fmt.Sprint("x")`, false},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %v\nwant %v", got, want)
@@ -70,12 +71,13 @@ func TestInjectParams(t *testing.T) {
 
 func TestInjectParamsErrors(t *testing.T) {
 	for _, tc := range []struct{ arg, want string }{
-		{"stepz=5", `-p stepz=5: "stepz" is not declared in the parameters cell (it declares: algo, budget, lr, name, scale, seed, steps, verbose)`},
+		{"stepz=5", `-p stepz=5: "stepz" is not declared in the parameters cell (it declares: algo, budget, lr, name, scale, seed, steps, verbose, version)`},
 		{"steps=abc", `-p steps=abc: steps is declared as int in the parameters cell (default 30); "abc" is not an integer of type int`},
 		{"steps=1.5", `-p steps=1.5: steps is declared as int in the parameters cell (default 30); "1.5" is not an integer of type int`},
 		{"lr=fast", `-p lr=fast: lr is declared as float64 in the parameters cell (default 1e-3); "fast" is not a number`},
 		{"verbose=1", `-p verbose=1: verbose is declared as bool in the parameters cell; "1" is not a bool (true or false)`},
 		{"budget=5", `-p budget=5: budget is declared as time.Duration in the parameters cell (default 5 * time.Second); "5" is not a duration (like 5s, 1m30s, 200ms)`},
+		{"version=3", `-p version=3: version is a constant in the parameters cell and cannot be reassigned; declare it with var or :=`},
 		{"seed=99999999999999999999", `-p seed=99999999999999999999: seed is declared as int64 in the parameters cell (default 7); "99999999999999999999" is not an integer of type int64`},
 		{"algo=grpo", `-p algo=grpo: algo is declared as an unknown type in the parameters cell (default fmt.Sprint("x")); only int, float, bool, string and time.Duration parameters can be set from the command line`},
 		{"steps", `-p steps: want name=value`},

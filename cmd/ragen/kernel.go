@@ -6,8 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
+	"github.com/ragen-go/ragen/dsl"
 	"github.com/ragen-go/ragen/kernel"
+	"github.com/ragen-go/ragen/kernel/cellctx"
+	"github.com/ragen-go/ragen/kernel/display"
+	"github.com/ragen-go/ragen/kernel/session"
+	"github.com/ragen-go/ragen/stdlib"
 )
 
 func init() {
@@ -31,7 +37,28 @@ func runKernel(args []string) error {
 		fs.Usage()
 		return fmt.Errorf("-f connection.json is required")
 	}
-	return kernel.Run(context.Background(), *connFile, kernel.Options{})
+	return kernel.Run(context.Background(), *connFile, kernel.Options{Setup: setupRagen})
+}
+
+// setupRagen makes the project's packages importable in cells ("ragen" is
+// the DSL) and points the DSL's hooks at the running cell: its context
+// (interrupts stop training) and its displays. A DSL display id shows a
+// display the first time and updates it afterwards.
+func setupRagen(s *session.Session) error {
+	dsl.SetContext(cellctx.Context)
+	var mu sync.Mutex
+	shown := map[string]bool{}
+	dsl.SetDisplay(func(bundle map[string]any, id string) {
+		d := display.Data{Bundle: bundle, ID: id}
+		if id != "" {
+			mu.Lock()
+			d.Update = shown[id]
+			shown[id] = true
+			mu.Unlock()
+		}
+		display.PublishData(d)
+	})
+	return s.Use(stdlib.Symbols)
 }
 
 func installKernel(args []string) error {

@@ -1,14 +1,16 @@
 package checkpoint
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ragen-go/ragen/internal/atomicfile"
 )
 
 // The files of a checkpoint directory, named as Hugging Face names them.
@@ -68,7 +70,7 @@ func SaveDir(dir string, c Checkpoint) error {
 		os.RemoveAll(tmp)
 		return fail(err)
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := atomicfile.SyncDir(tmp); err != nil {
 		os.RemoveAll(tmp)
 		return fail(err)
 	}
@@ -87,7 +89,7 @@ func SaveDir(dir string, c Checkpoint) error {
 		os.RemoveAll(tmp)
 		return fail(err)
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(dir)); err != nil {
 		return fail(err)
 	}
 	// The new checkpoint is in place: what earlier saves left behind goes.
@@ -150,7 +152,7 @@ func (c *Checkpoint) writeFiles(dir string) error {
 }
 
 func writeBytes(path string, data []byte) error {
-	return writeAtomic(path, func(w *bufio.Writer) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ragen-go/ragen/internal/atomicfile"
 )
 
 func sampleCheckpoint(v float32) Checkpoint {
@@ -130,8 +132,8 @@ func TestSaveDirFailure(t *testing.T) {
 	}
 	for _, failOn := range []string{ModelFile, TokenizerFile, OptimizerFile, TrainerStateFile, ".tmp-"} {
 		t.Run(failOn, func(t *testing.T) {
-			defer func(f func(*os.File) error) { fsync = f }(fsync)
-			fsync = func(f *os.File) error {
+			defer func(f func(*os.File) error) { atomicfile.Sync = f }(atomicfile.Sync)
+			atomicfile.Sync = func(f *os.File) error {
 				base := filepath.Base(f.Name())
 				if strings.Contains(base, "."+failOn+".tmp-") || failOn == ".tmp-" && strings.Contains(base, ".tmp-") && !strings.HasPrefix(base, ".") {
 					return errors.New("no space left on device")

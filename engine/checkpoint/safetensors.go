@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/binary"
@@ -15,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ragen-go/ragen/internal/atomicfile"
 )
 
 // Tensor is a named float32 array, row-major. Data may be a view of a
@@ -336,7 +337,7 @@ func WriteSafetensors(path string, tensors []Tensor, metadata map[string]string)
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	return writeAtomic(path, func(w *bufio.Writer) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
 		var n [8]byte
 		binary.LittleEndian.PutUint64(n[:], uint64(len(hdr)))
 		w.Write(n[:])

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/ragen-go/ragen/engine/checkpoint"
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/tokenizer"
+	"github.com/ragen-go/ragen/internal/atomicfile"
 )
 
 // Save writes m and tok as a Hugging Face model directory that
@@ -81,32 +81,9 @@ func Save(dir string, m *model.Model, tok *tokenizer.Tokenizer, tmpl *ChatTempla
 		if err != nil {
 			return fail(err)
 		}
-		if err := writeFileAtomic(filepath.Join(dir, name), data); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, name), data); err != nil {
 			return fail(err)
 		}
 	}
 	return nil
-}
-
-// writeFileAtomic writes data to a temporary file next to path, syncs it
-// and renames it over path.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }

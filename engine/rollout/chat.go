@@ -2,7 +2,7 @@ package rollout
 
 import (
 	"errors"
-	"fmt"
+	"strings"
 
 	"github.com/ragen-go/ragen/engine/hf"
 	"github.com/ragen-go/ragen/engine/sample"
@@ -47,8 +47,7 @@ func ChatML() *hf.ChatTemplate {
 }
 
 // NewChat lays conversations out in tmpl (nil: ChatML()) for tok, with or
-// without the think block. The tokenizer must spell </answer> faithfully
-// (its tokens decode back to it), or a response could never end.
+// without the think block.
 func NewChat(tok *tokenizer.Tokenizer, tmpl *hf.ChatTemplate, think bool) (*Chat, error) {
 	if tok == nil {
 		return nil, errors.New("rollout: no tokenizer")
@@ -56,17 +55,27 @@ func NewChat(tok *tokenizer.Tokenizer, tmpl *hf.ChatTemplate, think bool) (*Chat
 	if tmpl == nil {
 		tmpl = ChatML()
 	}
-	if s, err := tok.Decode(tok.Encode(tokenizer.AnswerEnd)); err != nil || s != tokenizer.AnswerEnd {
-		return nil, fmt.Errorf("rollout: the tokenizer does not encode %s faithfully (it decodes back to %q, %v)", tokenizer.AnswerEnd, s, err)
+	c := &Chat{tok: tok, tmpl: tmpl, think: think, prefix: envs.ResponsePrefix(think)}
+	c.stop = sample.NewStringStopper(c.tokenText, []string{tokenizer.AnswerEnd})
+	return c, nil
+}
+
+// tokenText is the text of one token. An id the tokenizer does not know
+// stands for no text, as Hugging Face decodes it: a pretrained model's
+// embedding has rows past its vocabulary (Qwen2.5: 151936 rows for 151665
+// tokens), and the policy may sample them.
+func (c *Chat) tokenText(id int) string {
+	s, _ := c.tok.Decode([]int{id})
+	return s
+}
+
+// decode is the text of sampled tokens (see tokenText).
+func (c *Chat) decode(ids []int) string {
+	var b strings.Builder
+	for _, id := range ids {
+		b.WriteString(c.tokenText(id))
 	}
-	text := func(id int) string {
-		s, _ := tok.Decode([]int{id}) // an unknown id has no text
-		return s
-	}
-	return &Chat{
-		tok: tok, tmpl: tmpl, think: think, prefix: envs.ResponsePrefix(think),
-		stop: sample.NewStringStopper(text, []string{tokenizer.AnswerEnd}),
-	}, nil
+	return b.String()
 }
 
 // FirstText is the conversation up to the first response in our ChatML

@@ -99,6 +99,13 @@ func TestMultiTokenTags(t *testing.T) {
 			}
 		}
 	}
+	// Ids past the vocabulary (a pretrained embedding's padding rows) are
+	// no text.
+	chat, _ := NewChat(tok, nil, true)
+	ids := append(tok.Encode("Right"), tok.VocabSize()+3)
+	if got := chat.decode(append(ids, tok.Encode("</answer>")...)); got != "Right</answer>" {
+		t.Errorf("decode with an unknown id: %q", got)
+	}
 	if _, err := NewChat(nil, nil, true); err == nil {
 		t.Error("NewChat without a tokenizer must be an error")
 	}

@@ -108,10 +108,7 @@ func Play(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, tasks [
 		next = live[:0]
 		for k, i := range live {
 			tr := trajs[i]
-			text, err := tok.Decode(out[k])
-			if err != nil {
-				return nil, fmt.Errorf("rollout: decode response: %w", err)
-			}
+			text := chat.decode(out[k])
 			res, err := tr.episode.Step(chat.prefix + text)
 			if err != nil {
 				return nil, fmt.Errorf("rollout: task %d: %w", i, err)

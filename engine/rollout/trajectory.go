@@ -116,8 +116,7 @@ func (t *Trajectory) Text(tok *tokenizer.Tokenizer) string {
 func (c *Chat) blockTokens(sampled []int, text string) (think, answer int) {
 	start := make([]int, len(sampled)+1) // byte offset where each token's text starts
 	for i, id := range sampled {
-		s, _ := c.tok.Decode([]int{id})
-		start[i+1] = start[i] + len(s)
+		start[i+1] = start[i] + len(c.tokenText(id))
 	}
 	count := func(lo, hi int) int { // tokens whose text lies in text[lo:hi]
 		k := 0

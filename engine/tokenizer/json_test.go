@@ -181,7 +181,7 @@ func TestLoadSave(t *testing.T) {
 		t.Errorf("Load(truncated) error = %v, want it to name the file", err)
 	}
 	missing := filepath.Join(dir, "none", "tokenizer.json")
-	if err := tok.Save(missing); err == nil || !strings.Contains(err.Error(), "cannot save "+missing) {
+	if err := tok.Save(missing); err == nil || !strings.Contains(err.Error(), "cannot write "+missing) {
 		t.Errorf("Save into a missing directory: error = %v", err)
 	}
 	if _, err := Load(missing); err == nil || !strings.Contains(err.Error(), "cannot load "+missing) {

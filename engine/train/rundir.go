@@ -10,6 +10,7 @@ import (
 	"github.com/ragen-go/ragen/engine/checkpoint"
 	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/internal/atomicfile"
 )
 
 // ErrCollapse is wrapped by the error Run returns when the collapse
@@ -38,7 +39,7 @@ func (t *Trainer) openRunDir() error {
 	if err != nil {
 		return fmt.Errorf("run directory: config: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(t.cfg.RunDir, "config.json"), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(t.cfg.RunDir, "config.json"), append(b, '\n'))
 }
 
 func (t *Trainer) appendJSONL(name string, v any) {
@@ -146,7 +147,7 @@ func (t *Trainer) Checkpoint() error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(tmp, "trainer.json"), st); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, "trainer.json"), st); err != nil {
 		return err
 	}
 	os.RemoveAll(dir)
@@ -244,29 +245,4 @@ func (b *bestCheckpoint) restore(t *Trainer) {
 		copy(t.Critic.Params.Data, b.value)
 	}
 	t.reused = nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	return nil
 }

@@ -85,6 +85,13 @@ func Publish(bundle, metadata map[string]any) {
 	publish(Data{Bundle: data, Metadata: meta})
 }
 
+// PublishData publishes d as it is (normalising its bundle): for glue code
+// that manages display ids itself, like the kernel's hook for the DSL.
+func PublishData(d Data) {
+	d.Bundle, d.Metadata = Normalize(d.Bundle, d.Metadata, "")
+	publish(d)
+}
+
 // Value is a ready-made bundle; HTML, Markdown, SVG, PNG and Text build one
 // so that a cell can write display.Display(display.HTML("<b>hi</b>")) or end
 // with display.Markdown("# Title").

@@ -4,7 +4,7 @@
 //
 // A Session is one yaegi (v0.16.1) interpreter with the Go standard
 // library (yaegi's tables, restricted: os.Exit panics, the environment is a
-// copy; os/exec is added back), the kernel's packages under "ragen/display"
+// copy, no os/exec), the kernel's packages under "ragen/display"
 // and "ragen/cellctx", and whatever symbol tables Use adds (the generated
 // tables of stdlib/). Execute runs one cell:
 //

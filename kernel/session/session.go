@@ -20,7 +20,6 @@ import (
 
 	"github.com/traefik/yaegi/interp"
 	"github.com/traefik/yaegi/stdlib"
-	"github.com/traefik/yaegi/stdlib/unrestricted"
 
 	"github.com/ragen-go/ragen/kernel/cellctx"
 	"github.com/ragen-go/ragen/kernel/display"
@@ -110,8 +109,8 @@ type decl struct {
 	seq  int             // declaration order
 }
 
-// New starts an interpreter with the Go standard library (yaegi's tables),
-// os/exec, and the kernel's packages ("ragen/display", "ragen/cellctx").
+// New starts an interpreter with the Go standard library (yaegi's tables)
+// and the kernel's packages ("ragen/display", "ragen/cellctx").
 func New(opts Options) (*Session, error) {
 	if opts.InterruptGrace <= 0 {
 		opts.InterruptGrace = time.Second
@@ -128,7 +127,8 @@ func New(opts Options) (*Session, error) {
 		cells:    []Cell{{}}, // id 0 is the session's own setup code
 	}
 	// Restricted mode: os.Exit and log.Fatal panic instead of ending the
-	// kernel, and the environment is a copy. os/exec is added back.
+	// kernel, and the environment is a copy. yaegi's tables hold neither
+	// os/exec nor unsafe nor syscall (see package stdlib for the policy).
 	s.in = interp.New(interp.Options{
 		Stdin:  strings.NewReader(""),
 		Stdout: os.Stdout, // fd 1, captured during cells
@@ -136,7 +136,7 @@ func New(opts Options) (*Session, error) {
 		Args:   opts.Args,
 		Env:    os.Environ(),
 	})
-	for _, ex := range []interp.Exports{stdlib.Symbols, {"os/exec/exec": unrestricted.Symbols["os/exec/exec"]}, Symbols, s.resultSymbols()} {
+	for _, ex := range []interp.Exports{stdlib.Symbols, Symbols, s.resultSymbols()} {
 		if err := s.Use(ex); err != nil {
 			return nil, err
 		}

@@ -2,7 +2,7 @@ package session
 
 import "reflect"
 
-//go:generate go run github.com/traefik/yaegi/cmd/yaegi extract -name session -exclude ^SetPublisher$,^Publisher$,^Normalize$,^Data$ github.com/ragen-go/ragen/kernel/display
+//go:generate go run github.com/traefik/yaegi/cmd/yaegi extract -name session -exclude ^SetPublisher$,^Publisher$,^Normalize$,^Data$,^PublishData$ github.com/ragen-go/ragen/kernel/display
 //go:generate go run github.com/traefik/yaegi/cmd/yaegi extract -name session -exclude ^Set$,^Observed$ github.com/ragen-go/ragen/kernel/cellctx
 
 // Symbols holds the symbol tables generated from the kernel's own compiled

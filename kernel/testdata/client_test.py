@@ -147,6 +147,11 @@ h.Update(display.Text("step 2"))''')
     check(reply["content"]["ename"] == "CompileError" and "undefined: undefinedThing" in reply["content"]["evalue"],
           "compile error", reply["content"])
 
+    # the DSL is importable as "ragen"
+    reply, out = run(kc, 'import "ragen"\nopt := ragen.MaxTurns(3)\nfmt.Sprint(opt)')
+    check(reply["content"]["status"] == "ok" and result_text(out) is not None and "3" in result_text(out),
+          "import \"ragen\"", reply["content"])
+
     # complete and inspect
     msg_id = kc.complete("strings.Rep", 11)
     c = shell_reply(kc, msg_id)["content"]

@@ -10,6 +10,17 @@
 // gradients, embedding scatter-add) are split by columns, each column summed
 // over rows in row order, so results are bit-identical whatever GOMAXPROCS.
 //
+// Attention keeps the forward's probabilities for the backward pass, and
+// computes only the key blocks a row block can see (attBlock rows at a time),
+// which skips most of the masked half. A decoding step (one new query per
+// sequence) goes through AttendLast: per group of query heads sharing a
+// key/value head, softmax(q·kᵀ)·v as dot products of stored rows against a
+// cache whose values are stored transposed, so nothing is packed.
+//
+// Exponentials (softmax, SwiGLU, log-softmax) go through expInPlace, whose
+// blocks of 8 run in an AVX2+FMA kernel generated with avo by
+// internal/expgen (`go generate`; a test fails when exp_amd64.s is stale).
+//
 // The kernels are written plainly first. Their oracles are the float64
 // twins in kernels_test.go (plain loops, finite differences); an optimised
 // rewrite of a kernel keeps the plain version next to it and is tested

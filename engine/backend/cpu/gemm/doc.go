@@ -24,11 +24,19 @@
 // copy per element of A, which is as much as the arithmetic when n is small
 // (n = 32 for attention's A·V: packing took 54% of the time there).
 // Packing a transposed B (A·Bᵀ) goes through 8×8 register transposes
-// (packTrans8, generated with the kernels) instead of a scalar scatter.
+// (packTrans8, generated with the kernels) instead of a scalar scatter, and
+// a full panel of a transposed A (Aᵀ·B: weight gradients, attention's dK and
+// dV) through packCols6.
 //
 // A·Bᵀ with at most dotMaxRows rows — a decoding step, x·Wᵀ for one to three
 // sequences — packs nothing: dot4 takes dot products of the stored rows,
 // four rows of W at a time (3× faster than packing W for one row).
+//
+// PackB packs op(B) once for many products (SgemmPacked): a decoder packs
+// each weight matrix when it is created, since at 16 rows packing a weight
+// at every step cost as much as the product. SgemmPacked gives the same
+// bits as Sgemm on the same operands, and splits over the pool from a lower
+// size (packedParMinFlops), since its chunks pack nothing.
 //
 // The micro-kernel computes one 6×16 tile of C with the 12 sums held in
 // 12 YMM registers for the whole k block: per k step it loads 16 values of

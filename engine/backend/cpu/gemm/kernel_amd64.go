@@ -64,3 +64,16 @@ func dotRows(k16 int, a, b []float32, ldb int, out *[4]float32) {
 	_ = b[3*ldb+k16-1]
 	dot4(k16, &a[0], &b[0], ldb, &out[0])
 }
+
+// packColsAsm packs a full mr-row panel of a transposed A (kc stored rows
+// of lda, 6 values from each, starting at a[off]) with the assembly loop
+// and reports whether it did.
+func packColsAsm(pan, a []float32, off, lda, kc int) bool {
+	if !useAsm || kc == 0 {
+		return false
+	}
+	_ = a[off+(kc-1)*lda+mr-1] // the assembly does no bounds checks
+	_ = pan[mr*kc-1]
+	packCols6(&pan[0], &a[off], lda, kc)
+	return true
+}

@@ -536,6 +536,30 @@ done:
 	VZEROUPPER
 	RET
 
+// func packCols6(dst *float32, src *float32, lda int, kc int)
+// Requires: AVX
+TEXT ·packCols6(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lda+16(FP), DX
+	MOVQ kc+24(FP), CX
+	SHLQ $0x02, DX
+
+step:
+	TESTQ   CX, CX
+	JE      end
+	VMOVUPS (SI), X0
+	VMOVQ   16(SI), X1
+	VMOVUPS X0, (DI)
+	VMOVQ   X1, 16(DI)
+	ADDQ    DX, SI
+	ADDQ    $0x18, DI
+	DECQ    CX
+	JMP     step
+
+end:
+	RET
+
 // func dot4(k16 int, a *float32, b *float32, ldb int, out *float32)
 // Requires: AVX, FMA3
 TEXT ·dot4(SB), NOSPLIT, $0-40

@@ -24,6 +24,10 @@ func packTrans8(dst *float32, src *float32, ld int, kc8 int)
 // Requires AVX.
 func packRow(dst *float32, src *float32, panels int, stride int)
 
+// packCols6 sets dst[6p + i] = src[p·lda + i] for i < 6 and p < kc (lda in elements).
+// Requires AVX.
+func packCols6(dst *float32, src *float32, lda int, kc int)
+
 // dot4 sets out[r] = Σ_{p<k16} a[p]·b[r·ldb + p] for r < 4 (k16 a multiple of 16,
 // ldb in elements), summing 16 interleaved partial sums per row, then those in a fixed tree.
 // Requires AVX2 and FMA.

@@ -25,3 +25,6 @@ func packRowAsm(dst, row []float32, panels, stride int) bool { return false }
 func dotRows(k16 int, a, b []float32, ldb int, out *[4]float32) {
 	panic("gemm: dotRows without an assembly kernel")
 }
+
+// packColsAsm does nothing here: the caller's Go loop does the copy.
+func packColsAsm(pan, a []float32, off, lda, kc int) bool { return false }

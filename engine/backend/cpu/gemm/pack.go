@@ -28,6 +28,9 @@ func (w *workspace) packA(g *problem, i0, mc, p0, kc int) []float32 {
 		if g.transA {
 			// op(A)[i][p] = a[p·lda + i]: mr consecutive values per p,
 			// moved by hand (a copy call per 24 bytes costs more).
+			if h == mr && packColsAsm(pan, a, p0*lda+row0, lda, kc) {
+				continue
+			}
 			if h == mr {
 				for p := 0; p < kc; p++ {
 					d := pan[p*mr : p*mr+mr : p*mr+mr]
