@@ -47,6 +47,17 @@ func SetDisplay(fn func(bundle map[string]any, id string)) {
 	displayFn = fn
 }
 
+// RunObserver is an Observer that also hears when a run starts (its name
+// and number of steps) and how it ends (the run so far and the error that
+// stopped it, nil when complete): the kernel's live view shows step i of N
+// with it, and the final chart and summary, or where the run was
+// interrupted, at the end.
+type RunObserver interface {
+	train.Observer
+	Begin(name string, steps int)
+	End(r *Run, err error)
+}
+
 func currentContext() context.Context {
 	hookMu.RLock()
 	defer hookMu.RUnlock()

@@ -56,7 +56,7 @@ func (e Experiment) Train() *Run {
 // TrainContext runs the experiment, or loads its cached result unless
 // Fresh. Cancelling ctx stops training at the next safe point: the run so
 // far is returned with ctx's error, and is not cached.
-func (e Experiment) TrainContext(ctx context.Context) (*Run, error) {
+func (e Experiment) TrainContext(ctx context.Context) (run *Run, err error) {
 	if err := e.compile(); err != nil {
 		return nil, err
 	}
@@ -95,7 +95,12 @@ func (e Experiment) TrainContext(ctx context.Context) (*Run, error) {
 		f := e.Filter
 		cfg.GroupScore = h.scorer(&f)
 	}
-	t, err := train.New(ctx, cfg, currentObserver())
+	obs := currentObserver()
+	if ro, ok := obs.(RunObserver); ok {
+		ro.Begin(r.Name, cfg.Steps)
+		defer func() { ro.End(r, err) }()
+	}
+	t, err := train.New(ctx, cfg, obs)
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,8 @@
 // interrupt_request (interrupt_mode "message") and SIGINT both interrupt
 // the running cell. The first interrupt cancels the cell's context
 // (cellctx.Context), so compiled calls that honour it (training) return at
-// their next safe point; after one second, or at a second interrupt, the
+// their next safe point (between training steps, and between the turns of
+// a rollout); after ten seconds, or at a second interrupt, the
 // interpreter itself is stopped, which ends interpreted loops. A cell in
 // which nothing asked for cellctx.Context is stopped at the first
 // interrupt, without waiting. A compiled

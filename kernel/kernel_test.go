@@ -16,7 +16,8 @@ import (
 // TestJupyterClient drives the real kernel binary through Debian's
 // jupyter_client (testdata/client_test.py): kernel_info, state across
 // cells, stream, execute_result, display_data with image/png and its
-// update, errors, complete/inspect/is_complete/history/comm_info,
+// update, live training (bar and chart updated in place) and an interrupt
+// during training, errors, complete/inspect/is_complete/history/comm_info,
 // stop_on_error, interrupt, a mis-signed message, restart and shutdown,
 // and the round-trip benchmark.
 func TestJupyterClient(t *testing.T) {
@@ -27,21 +28,8 @@ func TestJupyterClient(t *testing.T) {
 	if err := exec.Command(py, "-c", "import jupyter_client").Run(); err != nil {
 		t.Skipf("%s cannot import jupyter_client (apt-get install python3-jupyter-client): %v", py, err)
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "ragen")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/ragen")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ../cmd/ragen: %v\n%s", err, out)
-	}
-	prefix := filepath.Join(dir, "prefix")
-	if out, err := exec.Command(bin, "kernel", "install", "--prefix", prefix).CombinedOutput(); err != nil {
-		t.Fatalf("ragen kernel install: %v\n%s", err, out)
-	}
 	cmd := exec.Command(py, "-u", "testdata/client_test.py")
-	cmd.Env = append(os.Environ(),
-		"JUPYTER_PATH="+filepath.Join(prefix, "share", "jupyter"),
-		"JUPYTER_RUNTIME_DIR="+filepath.Join(dir, "runtime"),
-		"JUPYTER_DATA_DIR="+filepath.Join(dir, "data"))
+	cmd.Env = installedKernel(t)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -55,7 +43,7 @@ func TestJupyterClient(t *testing.T) {
 		if err != nil {
 			t.Fatalf("client_test.py failed: %v", err)
 		}
-	case <-time.After(90 * time.Second):
+	case <-time.After(5 * time.Minute):
 		cmd.Process.Kill()
 		<-done
 		t.Fatalf("client_test.py timed out:\n%s", out.String())
@@ -65,6 +53,120 @@ func TestJupyterClient(t *testing.T) {
 			t.Log(line)
 		}
 	}
+}
+
+// installedKernel builds the ragen binary, installs its kernelspec into a
+// temporary prefix, and returns the environment under which Jupyter finds
+// it (JUPYTER_PATH), keeps its files in the temporary directory, and caches
+// runs there (RAGEN_CACHE).
+func installedKernel(t *testing.T) []string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "ragen")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/ragen")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ../cmd/ragen: %v\n%s", err, out)
+	}
+	prefix := filepath.Join(dir, "prefix")
+	if out, err := exec.Command(bin, "kernel", "install", "--prefix", prefix).CombinedOutput(); err != nil {
+		t.Fatalf("ragen kernel install: %v\n%s", err, out)
+	}
+	return append(os.Environ(),
+		"JUPYTER_PATH="+filepath.Join(prefix, "share", "jupyter"),
+		"JUPYTER_RUNTIME_DIR="+filepath.Join(dir, "runtime"),
+		"JUPYTER_DATA_DIR="+filepath.Join(dir, "data"),
+		"JUPYTER_CONFIG_DIR="+filepath.Join(dir, "config"),
+		"RAGEN_CACHE="+filepath.Join(dir, "cache"),
+		"TMPDIR="+dir)
+}
+
+// TestNbconvertExecute runs `jupyter nbconvert --to notebook --execute` on
+// testdata/smoke.ipynb with our kernel, as a user would, and checks the
+// executed notebook: state across cells, and the training cell's live
+// displays folded into their final state (nbconvert applies
+// update_display_data to the outputs holding the display id).
+func TestNbconvertExecute(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the ragen binary and runs jupyter nbconvert")
+	}
+	nbconvert, err := exec.LookPath("jupyter-nbconvert")
+	if err != nil {
+		t.Skip("jupyter-nbconvert not found (apt-get install jupyter-nbconvert python3-nbclient)")
+	}
+	env := installedKernel(t)
+	outDir := t.TempDir()
+	cmd := exec.Command(nbconvert, "--to", "notebook", "--execute", "--ExecutePreprocessor.timeout=300",
+		"--output-dir", outDir, "--output", "executed.ipynb", "testdata/smoke.ipynb")
+	cmd.Env = env
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("jupyter nbconvert --execute: %v\n%s", err, out)
+	}
+	t.Logf("nbconvert --execute took %.1f s", time.Since(start).Seconds())
+	b, err := os.ReadFile(filepath.Join(outDir, "executed.ipynb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nb struct {
+		Cells []struct {
+			CellType string `json:"cell_type"`
+			Outputs  []struct {
+				OutputType string         `json:"output_type"`
+				Data       map[string]any `json:"data"`
+			} `json:"outputs"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal(b, &nb); err != nil {
+		t.Fatal(err)
+	}
+	var code [][]map[string]any // each code cell's outputs' data, with output_type
+	for _, c := range nb.Cells {
+		if c.CellType != "code" {
+			continue
+		}
+		var outs []map[string]any
+		for _, o := range c.Outputs {
+			d := map[string]any{"output_type": o.OutputType}
+			for k, v := range o.Data {
+				d[k] = joined(v)
+			}
+			outs = append(outs, d)
+		}
+		code = append(code, outs)
+	}
+	if len(code) != 4 {
+		t.Fatalf("executed notebook has %d code cells, want 4", len(code))
+	}
+	if got := code[1]; len(got) != 1 || got[0]["text/plain"] != "42" {
+		t.Errorf("cell `x * 2`: outputs %v, want 42", got)
+	}
+	train := code[2]
+	if len(train) != 2 {
+		t.Fatalf("training cell: %d outputs, want the bar and the chart: %v", len(train), train)
+	}
+	if bar, _ := train[0]["text/plain"].(string); !strings.Contains(bar, "done, 3 steps") || !strings.Contains(bar, "rollout/reward_mean") {
+		t.Errorf("training cell's bar did not end with the outcome and the summary: %q", bar)
+	}
+	if png, _ := train[1]["image/png"].(string); !strings.HasPrefix(png, "iVBORw0KGgo") {
+		t.Errorf("training cell's chart is not a PNG: %.80v", train[1])
+	}
+	if got := code[3]; len(got) != 1 || got[0]["text/plain"] != "3" {
+		t.Errorf("cell `run.Steps()`: outputs %v, want 3", got)
+	}
+}
+
+// joined is a notebook's multi-line string (a list of lines) as one string.
+func joined(v any) any {
+	lines, ok := v.([]any)
+	if !ok {
+		return v
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		s, _ := l.(string)
+		b.WriteString(s)
+	}
+	return b.String()
 }
 
 func TestInstall(t *testing.T) {

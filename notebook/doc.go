@@ -9,7 +9,7 @@
 // one-space indent, multiline strings as lists of lines — with cell ids:
 // a cell without one gets an id derived from its position and source, so
 // the same notebook always gets the same ids. Writes are atomic
-// (WriteFileAtomic: temporary file, fsync, rename). An older nbformat, a
+// (internal/atomicfile: temporary file, fsync, rename). An older nbformat, a
 // file that is not JSON, or a notebook of another kernel (CheckKernel) is
 // an error that says what to do.
 //

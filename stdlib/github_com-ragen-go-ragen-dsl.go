@@ -4,6 +4,7 @@ package stdlib
 
 import (
 	"github.com/ragen-go/ragen/dsl"
+	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/envs"
 	"go/constant"
 	"go/token"
@@ -103,6 +104,7 @@ func init() {
 		"ModelSpec":    reflect.ValueOf((*dsl.ModelSpec)(nil)),
 		"RewardExpr":   reflect.ValueOf((*dsl.RewardExpr)(nil)),
 		"Run":          reflect.ValueOf((*dsl.Run)(nil)),
+		"RunObserver":  reflect.ValueOf((*dsl.RunObserver)(nil)),
 		"Series":       reflect.ValueOf((*dsl.Series)(nil)),
 		"Table":        reflect.ValueOf((*dsl.Table)(nil)),
 		"Trajectory":   reflect.ValueOf((*dsl.Trajectory)(nil)),
@@ -111,8 +113,9 @@ func init() {
 		"WarmStart":    reflect.ValueOf((*dsl.WarmStart)(nil)),
 
 		// interface wrapper definitions
-		"_Bundler": reflect.ValueOf((*_github_com_ragen_go_ragen_dsl_Bundler)(nil)),
-		"_Env":     reflect.ValueOf((*_github_com_ragen_go_ragen_dsl_Env)(nil)),
+		"_Bundler":     reflect.ValueOf((*_github_com_ragen_go_ragen_dsl_Bundler)(nil)),
+		"_Env":         reflect.ValueOf((*_github_com_ragen_go_ragen_dsl_Env)(nil)),
+		"_RunObserver": reflect.ValueOf((*_github_com_ragen_go_ragen_dsl_RunObserver)(nil)),
 	}
 }
 
@@ -150,4 +153,30 @@ func (W _github_com_ragen_go_ragen_dsl_Env) Reset(seed int64) (observation strin
 }
 func (W _github_com_ragen_go_ragen_dsl_Env) Step(action string) envs.StepResult {
 	return W.WStep(action)
+}
+
+// _github_com_ragen_go_ragen_dsl_RunObserver is an interface wrapper for RunObserver type
+type _github_com_ragen_go_ragen_dsl_RunObserver struct {
+	IValue interface{}
+	WBegin func(name string, steps int)
+	WEnd   func(r *dsl.Run, err error)
+	WEvent func(e metrics.Event)
+	WPhase func(step int, phase string)
+	WStep  func(s metrics.Step)
+}
+
+func (W _github_com_ragen_go_ragen_dsl_RunObserver) Begin(name string, steps int) {
+	W.WBegin(name, steps)
+}
+func (W _github_com_ragen_go_ragen_dsl_RunObserver) End(r *dsl.Run, err error) {
+	W.WEnd(r, err)
+}
+func (W _github_com_ragen_go_ragen_dsl_RunObserver) Event(e metrics.Event) {
+	W.WEvent(e)
+}
+func (W _github_com_ragen_go_ragen_dsl_RunObserver) Phase(step int, phase string) {
+	W.WPhase(step, phase)
+}
+func (W _github_com_ragen_go_ragen_dsl_RunObserver) Step(s metrics.Step) {
+	W.WStep(s)
 }

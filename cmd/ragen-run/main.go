@@ -38,6 +38,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ragen-go/ragen/internal/atomicfile"
 	"github.com/ragen-go/ragen/notebook"
 )
 
@@ -209,7 +210,7 @@ func run(args []string) int {
 	if c.junit != "" {
 		b, err := notebook.JUnit(results)
 		if err == nil {
-			err = notebook.WriteFileAtomic(c.junit, b)
+			err = atomicfile.WriteFile(c.junit, b)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "ragen-run: --junit: %v\n", err)
@@ -262,7 +263,7 @@ func write(c *config, j *job) error {
 	if c.html != "" {
 		b, err := notebook.HTML(j.nb, filepath.Base(j.path))
 		if err == nil {
-			err = notebook.WriteFileAtomic(c.html, b)
+			err = atomicfile.WriteFile(c.html, b)
 		}
 		if err != nil {
 			return fmt.Errorf("--html: %w", err)

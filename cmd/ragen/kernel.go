@@ -12,6 +12,7 @@ import (
 	"github.com/ragen-go/ragen/kernel"
 	"github.com/ragen-go/ragen/kernel/cellctx"
 	"github.com/ragen-go/ragen/kernel/display"
+	"github.com/ragen-go/ragen/kernel/live"
 	"github.com/ragen-go/ragen/kernel/session"
 	"github.com/ragen-go/ragen/stdlib"
 )
@@ -42,10 +43,12 @@ func runKernel(args []string) error {
 
 // setupRagen makes the project's packages importable in cells ("ragen" is
 // the DSL) and points the DSL's hooks at the running cell: its context
-// (interrupts stop training) and its displays. A DSL display id shows a
+// (interrupts stop training), its displays, and a live view (progress bar
+// and chart) per training run. A DSL display id shows a
 // display the first time and updates it afterwards.
 func setupRagen(s *session.Session) error {
 	dsl.SetContext(cellctx.Context)
+	dsl.SetObserver(live.Observer(display.PublishData, live.Options{}))
 	var mu sync.Mutex
 	shown := map[string]bool{}
 	dsl.SetDisplay(func(bundle map[string]any, id string) {

@@ -29,7 +29,10 @@ import (
 type Options struct {
 	// InterruptGrace is how long a first Interrupt waits for the cell to
 	// stop by itself (compiled code honouring cellctx) before the
-	// interpreter is stopped. Default 1s.
+	// interpreter is stopped. Default 10s: a training step, the distance
+	// between two safe points, takes seconds, and stopping the interpreter
+	// first would lose the run the cell was about to assign (a second
+	// interrupt stops it at once).
 	InterruptGrace time.Duration
 	// Args is os.Args as the cells see it. Default ["ragen"].
 	Args []string
@@ -113,7 +116,7 @@ type decl struct {
 // and the kernel's packages ("ragen/display", "ragen/cellctx").
 func New(opts Options) (*Session, error) {
 	if opts.InterruptGrace <= 0 {
-		opts.InterruptGrace = time.Second
+		opts.InterruptGrace = 10 * time.Second
 	}
 	if len(opts.Args) == 0 {
 		opts.Args = []string{"ragen"}

@@ -14,6 +14,7 @@ from jupyter_client import KernelManager
 from jupyter_client.session import Session
 
 TIMEOUT = 20
+TRAIN_TIMEOUT = 180
 
 
 def fail(msg):
@@ -45,10 +46,10 @@ def iopub_until_idle(kc, msg_id, timeout=TIMEOUT):
         out.append(msg)
 
 
-def run(kc, code, **kw):
+def run(kc, code, timeout=TIMEOUT, **kw):
     msg_id = kc.execute(code, **kw)
-    reply = shell_reply(kc, msg_id)
-    return reply, iopub_until_idle(kc, msg_id)
+    reply = shell_reply(kc, msg_id, timeout)
+    return reply, iopub_until_idle(kc, msg_id, timeout)
 
 
 def of_type(outputs, t):
@@ -151,6 +152,63 @@ h.Update(display.Text("step 2"))''')
     reply, out = run(kc, 'import "ragen"\nopt := ragen.MaxTurns(3)\nfmt.Sprint(opt)')
     check(reply["content"]["status"] == "ok" and result_text(out) is not None and "3" in result_text(out),
           "import \"ragen\"", reply["content"])
+
+    # live training: one progress bar and one chart, shown then updated in
+    # place (update_display_data), ending with the outcome, the summary and
+    # the final chart; the run is in the variable afterwards
+    reply, out = run(kc, '''tiny := ragen.Experiment{Env: ragen.Bandit(), Model: "tiny", Groups: 2, GroupSize: 2,
+	TokensPerTurn: 160, Steps: 2, VocabSize: 300, NoValidation: true,
+	WarmStart: ragen.WarmStart{Steps: 2, Episodes: 8, BatchSize: 4}}
+run := tiny.Train()''', timeout=TRAIN_TIMEOUT)
+    check(reply["content"]["status"] == "ok", "training cell", reply["content"])
+    shown = of_type(out, "display_data")
+    updates = of_type(out, "update_display_data")
+    check(len(shown) == 2 and all(d["content"]["transient"]["display_id"] for d in shown),
+          "training shows two displays (bar, chart)", [m["content"]["data"].keys() for m in shown])
+    bar_id = shown[0]["content"]["transient"]["display_id"]
+    chart_id = shown[1]["content"]["transient"]["display_id"]
+    check("text/html" in shown[0]["content"]["data"] and "<progress" in shown[0]["content"]["data"]["text/html"],
+          "progress bar is HTML", shown[0]["content"]["data"])
+    check(base64.b64decode(shown[1]["content"]["data"]["image/png"])[:4] == b"\x89PNG", "live chart is a PNG")
+    bar_updates = [u for u in updates if u["content"]["transient"]["display_id"] == bar_id]
+    chart_updates = [u for u in updates if u["content"]["transient"]["display_id"] == chart_id]
+    check(len(bar_updates) >= 1 and len(chart_updates) >= 1 and len(updates) == len(bar_updates) + len(chart_updates),
+          "update_display_data during training", [u["content"]["transient"] for u in updates])
+    final = bar_updates[-1]["content"]["data"]
+    check("done, 2 steps" in final["text/plain"] and "rollout/reward_mean" in final["text/plain"]
+          and "<table" in final["text/html"], "final bar: outcome and summary table", final["text/plain"])
+    check("image/png" in chart_updates[-1]["content"]["data"], "final chart")
+    _, out = run(kc, "run.Steps()")
+    check(result_text(out) == "2", "run holds its steps", out)
+
+    # interrupt during a training cell: training stops at the next safe
+    # point, the cell is reported interrupted, the kernel survives, and the
+    # run returned by TrainContext holds the metrics so far with the error
+    msg_id = kc.execute('''import "ragen/cellctx"
+long := tiny
+long.Steps = 500
+run2, err2 := long.TrainContext(cellctx.Context())''')
+    seen = []
+    while True:  # wait for the first chart: step 1 is done
+        msg = kc.get_iopub_msg(timeout=TRAIN_TIMEOUT)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        seen.append(msg)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            fail("training cell ended before it was interrupted: %s" % [m["msg_type"] for m in seen])
+        if msg["msg_type"] in ("display_data", "update_display_data") and "image/png" in msg["content"]["data"]:
+            break
+    t = time.perf_counter()
+    km.interrupt_kernel()
+    c = shell_reply(kc, msg_id, timeout=TRAIN_TIMEOUT)["content"]
+    check(c["status"] == "error" and c["ename"] == "Interrupted", "interrupt during training", c)
+    print("training interrupt took %.2f s" % (time.perf_counter() - t), flush=True)
+    seen += iopub_until_idle(kc, msg_id)
+    bars = [m["content"]["data"]["text/plain"] for m in seen if m["msg_type"] == "update_display_data"
+            and "image/png" not in m["content"]["data"]]
+    check(bars and "interrupted at step" in bars[-1], "bar says where the run was interrupted", bars[-1:])
+    _, out = run(kc, 'import ("context"; "errors")\nfmt.Sprint(run2.Steps() > 0, run2.Steps() < 500, errors.Is(err2, context.Canceled))')
+    check("true true true" in (result_text(out) or ""), "interrupted run holds the metrics so far and the error", out)
 
     # complete and inspect
     msg_id = kc.complete("strings.Rep", 11)
