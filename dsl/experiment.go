@@ -59,10 +59,10 @@ type Experiment struct {
 	// Seed fixes everything; same seed, same run (0 = 1).
 	Seed int64
 
-	// ActorLR and CriticLR are the AdamW learning rates (1e-4, 1e-3).
+	// ActorLR and CriticLR are the AdamW learning rates (3e-4, 1e-3).
 	ActorLR  float64
 	CriticLR float64
-	// PPOEpochs over each step's rollouts, each in MiniBatches (1, 1).
+	// PPOEpochs over each step's rollouts, each in MiniBatches (1, 2).
 	PPOEpochs   int
 	MiniBatches int
 
@@ -78,21 +78,25 @@ type Experiment struct {
 	// CheckpointEvery N steps (0 = only at the end).
 	CheckpointEvery int
 
+	// Backend computes the run: "cpu" (default) or "cuda" (a binary built
+	// with -tags cuda and a GPU; a clear error otherwise).
+	Backend string
+
 	// Fresh re-runs even when the cache holds this experiment's result.
 	Fresh bool
 }
 
 // WarmStart sets the supervised warm start; zero fields take the defaults.
 type WarmStart struct {
-	// Steps of fine-tuning (300; 0 for a Pretrained or Checkpoint model);
+	// Steps of fine-tuning (500; 0 for a Pretrained or Checkpoint model);
 	// set Skip to start from random weights.
 	Steps int
 	Skip  bool
 	// Episodes of expert play to learn from (512).
 	Episodes int
-	// BatchSize in episodes per step (16).
+	// BatchSize in episodes per step (8).
 	BatchSize int
-	// LR of AdamW (1e-3).
+	// LR of AdamW (3e-3).
 	LR float64
 	// Imperfect is the fraction of turns answered imperfectly (0.3).
 	Imperfect float64
@@ -191,6 +195,9 @@ func (e Experiment) Config() (train.Config, error) {
 	if e.Seed != 0 {
 		c.Seed = e.Seed
 	}
+	if e.Backend != "" {
+		c.Backend = e.Backend
+	}
 	if kind, dir := e.Model.source(); kind != "" {
 		if dir == "" {
 			return c, &FieldError{"Model", kind + ": the model directory is empty"}
@@ -256,7 +263,7 @@ var trainField = map[string]string{
 	"model": "Model", "pretrained": "Model", "init": "Model", "context_length": "ContextLength", "vocab_size": "VocabSize",
 	"steps": "Steps", "env_groups": "Groups", "group_size": "GroupSize",
 	"max_tokens_per_turn": "TokensPerTurn",
-	"temperature":         "Temperature", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches",
+	"temperature":         "Temperature", "backend": "Backend", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches",
 	"actor_lr": "ActorLR", "critic_lr": "CriticLR", "val_episodes": "ValEpisodes",
 	"val_every": "ValEvery", "checkpoint_every": "CheckpointEvery",
 	"warm_start.steps": "WarmStart.Steps", "warm_start.episodes": "WarmStart.Episodes",

@@ -146,6 +146,11 @@ type ExprError struct {
 func (e *ExprError) Error() string { return fmt.Sprintf("%s expression: %v", e.Kind, e.Err) }
 func (e *ExprError) Unwrap() error { return e.Err }
 
+// ExprPosition is the error's line and column within the expression's
+// source. The kernel uses it to point at the column in the cell, under the
+// string literal that holds the expression.
+func (e *ExprError) ExprPosition() (line, column int) { return e.Line, e.Column }
+
 func compileNumeric(kind, src string, env any) (*vm.Program, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, &ExprError{Kind: kind, Err: errors.New("empty expression")}

@@ -9,6 +9,7 @@
 //	kernel/session  the interpreter session, independent of ZeroMQ (ragen-run reuses it in process)
 //	kernel/display  how cells and compiled packages publish rich output
 //	kernel/cellctx  the running cell's context, cancelled by an interrupt
+//	kernel/live     the live view of a training run (progress bar and chart)
 //
 // # Protocol
 //
@@ -66,6 +67,18 @@
 // fmt form; end the cell with it, or pass display.MIMEBundler(v)).
 // display.NewHandle gives an updatable display (update_display_data), the
 // hook for live training progress.
+//
+// # Live training
+//
+// cmd/ragen installs kernel/live as the DSL's observer: a training cell
+// (exp.Train(), exp.TrainContext(ctx)) shows one progress bar (step i/N,
+// phase, elapsed, ETA, last reward and success rate, the collapse
+// monitor's events as lines under it) and one metrics chart, refreshed in
+// place with update_display_data (the bar at most 4 times a second, the
+// chart at most every 2 s), and ends with the outcome, the summary table
+// and the final chart, also when the cell has no value to show
+// (run := exp.Train()). An interrupted run ends with "interrupted at step
+// k"; TrainContext returns the run so far with the context's error.
 //
 // # Interrupt
 //

@@ -29,8 +29,11 @@ import (
 // needs about 10 GB (parameters, gradients and two AdamW moments of 2 GB
 // each) and minutes on 2 cores:
 //
-//	go test ./engine/hf -run '^$' -bench Qwen05B -benchtime 1x -timeout 30m
+//	RAGEN_BIG=1 go test ./engine/hf -run '^$' -bench Qwen05B -benchtime 1x -timeout 30m
 func BenchmarkQwen05B(b *testing.B) {
+	if os.Getenv("RAGEN_BIG") == "" {
+		b.Skip("needs ~10 GB and minutes: set RAGEN_BIG=1 to run it")
+	}
 	data, err := os.ReadFile("testdata/qwen2.5-0.5b-instruct.config.json")
 	if err != nil {
 		b.Fatal(err)

@@ -144,7 +144,8 @@ func (v *View) Step(s metrics.Step) {
 	}
 	if len(vals) > 0 {
 		v.hist.Steps = append(v.hist.Steps, metrics.Step{Step: s.Step, Values: vals})
-		v.plotDirty = true
+		// A line needs two points: with one the chart would be empty boxes.
+		v.plotDirty = len(v.hist.Steps) >= 2
 	}
 	v.barDirty = true
 	v.flushLocked(false)

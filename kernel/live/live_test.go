@@ -96,13 +96,10 @@ func TestViewThrottlesAndEnds(t *testing.T) {
 	}
 
 	clk.advance(2 * time.Minute)
-	v.Step(step(1, 0.25, 0.5))
+	v.Step(step(1, 0.25, 0.5)) // one point: no chart yet
 	out = rec.take()
-	if len(out) != 2 || out[0].ID != bar || out[1].ID != chart || out[1].Update {
+	if len(out) != 1 || out[0].ID != bar {
 		t.Fatalf("first step: %s", summarize(out))
-	}
-	if png, ok := out[1].Bundle["image/png"].(string); !ok || !strings.HasPrefix(png, "iVBORw0KGgo") {
-		t.Fatalf("chart is not a base64 PNG: %T", out[1].Bundle["image/png"])
 	}
 	text := bundleText(out[0])
 	for _, want := range []string{"step 1/4", "ETA 6m00s", "reward 0.25", "success 50%", "[#######"} {
@@ -112,12 +109,25 @@ func TestViewThrottlesAndEnds(t *testing.T) {
 	}
 
 	clk.advance(2 * time.Minute)
+	v.Step(step(2, 0.5, 1))
+	out = rec.take()
+	if len(out) != 2 || out[0].ID != bar || out[1].ID != chart || out[1].Update {
+		t.Fatalf("second step: %s", summarize(out))
+	}
+	if png, ok := out[1].Bundle["image/png"].(string); !ok || !strings.HasPrefix(png, "iVBORw0KGgo") {
+		t.Fatalf("chart is not a base64 PNG: %T", out[1].Bundle["image/png"])
+	}
+	if text := bundleText(out[0]); !strings.Contains(text, "step 2/4") || !strings.Contains(text, "ETA 4m00s") {
+		t.Errorf("bar %q: want step 2/4, ETA 4m00s", text)
+	}
+
+	clk.advance(2 * time.Minute)
 	v.Event(metrics.Event{Step: 1, Kind: "entropy_drop", Message: "entropy fell <50%"})
 	clk.advance(2 * time.Minute)
-	v.Step(step(2, 0.5, 1)) // chart interval (10 min) not over: the bar only
+	v.Step(step(3, 0.5, 1)) // chart interval (10 min) not over: the bar only
 	out = rec.take()
 	if len(out) != 2 || out[0].ID != bar || out[1].ID != bar {
-		t.Fatalf("second step: %s", summarize(out))
+		t.Fatalf("third step: %s", summarize(out))
 	}
 	if text := bundleText(out[1]); !strings.Contains(text, "step 1 entropy_drop: entropy fell <50%") {
 		t.Errorf("event line missing: %q", text)
@@ -127,21 +137,21 @@ func TestViewThrottlesAndEnds(t *testing.T) {
 	}
 
 	run := &dsl.Run{Name: "bandit"}
-	run.History.Steps = []metrics.Step{step(1, 0.25, 0.5), step(2, 0.5, 1)}
+	run.History.Steps = []metrics.Step{step(1, 0.25, 0.5), step(2, 0.5, 1), step(3, 0.5, 1)}
 	v.End(run, context.Canceled)
 	out = rec.take()
 	if len(out) != 2 || out[0].ID != bar || !out[0].Update || out[1].ID != chart || !out[1].Update {
 		t.Fatalf("end: %s", summarize(out))
 	}
 	end := bundleText(out[0])
-	if !strings.Contains(end, "interrupted at step 2 of 4") || !strings.Contains(end, metrics.RewardMean) {
+	if !strings.Contains(end, "interrupted at step 3 of 4") || !strings.Contains(end, metrics.RewardMean) {
 		t.Errorf("end bar %q: want the interruption and the summary table", end)
 	}
 	if png, ok := out[1].Bundle["image/png"].(string); !ok || !strings.HasPrefix(png, "iVBORw0KGgo") {
 		t.Error("final chart is not a base64 PNG")
 	}
 
-	v.Step(step(3, 1, 1)) // after End nothing is published
+	v.Step(step(4, 1, 1)) // after End nothing is published
 	v.End(run, nil)
 	if out := rec.take(); len(out) != 0 {
 		t.Errorf("published after End: %s", summarize(out))
@@ -155,8 +165,9 @@ func TestViewFlushesLatestState(t *testing.T) {
 	v := New(rec.publish, Options{ProgressEvery: 30 * time.Millisecond, ChartEvery: 30 * time.Millisecond})
 	v.Begin("run", 3)
 	v.Step(step(1, 0.1, 0))
-	v.Phase(2, "rollout")
-	v.Phase(2, "train")
+	v.Step(step(2, 0.1, 0))
+	v.Phase(3, "rollout")
+	v.Phase(3, "train")
 	rec.take()
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
@@ -170,12 +181,12 @@ func TestViewFlushesLatestState(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	out := rec.take()
-	if len(out) != 1 || !strings.Contains(bundleText(out[0]), "step 2/3 · train") {
+	if len(out) != 1 || !strings.Contains(bundleText(out[0]), "step 3/3 · train") {
 		t.Fatalf("trailing flush: %s %v", summarize(out), out)
 	}
 	v.End(nil, fmt.Errorf("NaN loss"))
 	out = rec.take()
-	if len(out) != 1 || !strings.Contains(bundleText(out[0]), "stopped at step 1 of 3: NaN loss") {
+	if len(out) != 1 || !strings.Contains(bundleText(out[0]), "stopped at step 2 of 3: NaN loss") {
 		t.Fatalf("end with error: %s %v", summarize(out), out)
 	}
 }

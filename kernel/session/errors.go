@@ -148,6 +148,7 @@ func (s *Session) panicError(p interp.Panic) *Error {
 	frames := s.frames
 	s.frames = nil
 	s.mu.Unlock()
+	located := false
 	for _, f := range frames {
 		m := panicLine.FindStringSubmatch(strings.TrimRight(f, "\n"))
 		line, _ := strconv.Atoi(m[2])
@@ -156,11 +157,55 @@ func (s *Session) panicError(p interp.Panic) *Error {
 			tb = append(tb, fmt.Sprintf("%s:%s:%s in %s", m[1], m[2], m[3], m[4]))
 			continue
 		}
-		tb = append(tb, fmt.Sprintf("cell[%d]:%d:%s in %s", cell.Number, l, m[3], strings.TrimSuffix(m[4], "(...)")))
 		col, _ := strconv.Atoi(m[3])
+		if pe, ok := v.(exprPositioner); ok && !located {
+			// An expression error (a reward or filter rule that does not
+			// compile) points into the string literal passed at this call.
+			if el, ec, ok := literalPosition(cell.Code, l, col, pe); ok {
+				located = true
+				head := []string{fmt.Sprintf("cell[%d]:%d:%d: %s", cell.Number, el, ec, msg)}
+				head = append(head, sourceLines(cell.Code, el, ec)...)
+				tb = append(append(head, ""), tb...)
+			}
+		}
+		tb = append(tb, fmt.Sprintf("cell[%d]:%d:%s in %s", cell.Number, l, m[3], strings.TrimSuffix(m[4], "(...)")))
 		tb = append(tb, sourceLines(cell.Code, l, col)...)
 	}
 	return &Error{Name: "panic", Value: msg, Traceback: tb}
+}
+
+// exprPositioner is a panic value that knows where in an expression's
+// source it went wrong (dsl.ExprError).
+type exprPositioner interface {
+	ExprPosition() (line, column int)
+}
+
+// literalPosition maps an expression error to the cell: the expression is
+// the first string literal at or after the call at (line, col), and the
+// error's position is relative to the literal's content.
+func literalPosition(code string, line, col int, pe exprPositioner) (int, int, bool) {
+	el, ec := pe.ExprPosition()
+	if el < 1 || ec < 1 {
+		return 0, 0, false
+	}
+	lines := strings.Split(code, "\n")
+	for l := line; l <= len(lines); l++ {
+		src := lines[l-1]
+		from := 0
+		if l == line {
+			from = min(max(col-1, 0), len(src))
+		}
+		i := strings.IndexAny(src[from:], "`\"")
+		if i < 0 {
+			continue
+		}
+		start := from + i + 2 // column of the literal's first character
+		if el == 1 {
+			return l, start + ec - 1, true
+		}
+		return l + el - 1, ec, true
+	}
+	return 0, 0, false
 }
 
 // Redefinition. yaegi binds a call to the function defined when the
