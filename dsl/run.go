@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -41,12 +42,22 @@ type Run struct {
 	// by 0 (RewardErrors: UseZero); RewardErrorSamples keeps the first few.
 	RewardErrors       int      `json:"reward_errors"`
 	RewardErrorSamples []string `json:"reward_error_samples,omitempty"`
+	// Interrupted: training was stopped (a kernel interrupt, Ctrl-C) after
+	// the steps in History; the run is not cached.
+	Interrupted bool `json:"-"`
 }
 
 // Train runs the experiment, or loads its result from the cache, with the
-// context set by SetContext. It panics with the error (see TrainContext).
+// context set by SetContext. An interrupt stops training at the next safe
+// point and returns the run so far, marked Interrupted, so that
+// `run := exp.Train()` keeps the metrics of the steps done. Any other error
+// panics (see TrainContext to handle errors yourself).
 func (e Experiment) Train() *Run {
 	r, err := e.TrainContext(currentContext())
+	if err != nil && r != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		r.Interrupted = true
+		return r
+	}
 	if err != nil {
 		panic(err)
 	}
@@ -336,6 +347,9 @@ func (r *Run) title() string {
 	s := fmt.Sprintf("%s: %d steps", r.Name, r.Steps())
 	if r.Cached {
 		s += " (cached)"
+	}
+	if r.Interrupted {
+		s += " (interrupted)"
 	}
 	if r.RewardErrors > 0 {
 		s += fmt.Sprintf(", %d reward errors replaced by 0", r.RewardErrors)
