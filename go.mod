@@ -3,6 +3,21 @@ module github.com/ragen-go/ragen
 go 1.26.0
 
 require (
+	github.com/expr-lang/expr v1.17.8
+	github.com/go-zeromq/zmq4 v0.17.0
+	github.com/mmcloughlin/avo v0.5.0
+	github.com/traefik/yaegi v0.16.1
+	github.com/yuin/goldmark v1.8.7
+	golang.org/x/sys v0.50.0
+	golang.org/x/text v0.28.0
+	golang.org/x/tools v0.36.0
+	gonum.org/v1/gonum v0.16.0
+	gonum.org/v1/plot v0.17.0
+	gorgonia.org/cu v0.9.6
+	gorgonia.org/tensor v0.9.24
+)
+
+require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
@@ -11,32 +26,19 @@ require (
 	github.com/apache/arrow/go/arrow v0.0.0-20210105145422-88aaea5262db // indirect
 	github.com/chewxy/hm v1.0.0 // indirect
 	github.com/chewxy/math32 v1.0.8 // indirect
-	github.com/expr-lang/expr v1.17.8 // indirect
 	github.com/go-zeromq/goczmq/v4 v4.2.2 // indirect
-	github.com/go-zeromq/zmq4 v0.17.0 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/golang/protobuf v1.4.3 // indirect
 	github.com/google/flatbuffers v1.12.0 // indirect
-	github.com/google/uuid v1.1.1 // indirect
-	github.com/mmcloughlin/avo v0.5.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/traefik/yaegi v0.16.1 // indirect
 	github.com/xtgo/set v1.0.0 // indirect
-	github.com/yuin/goldmark v1.8.7 // indirect
 	go4.org/unsafe/assume-no-moving-gc v0.0.0-20231121144256-b99613f794b6 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/mod v0.27.0 // indirect
 	golang.org/x/sync v0.16.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
-	golang.org/x/tools v0.36.0 // indirect
 	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
-	gonum.org/v1/gonum v0.16.0 // indirect
-	gonum.org/v1/plot v0.17.0 // indirect
 	google.golang.org/protobuf v1.25.0 // indirect
-	gorgonia.org/cu v0.9.6 // indirect
-	gorgonia.org/tensor v0.9.24 // indirect
 	gorgonia.org/vecf32 v0.9.0 // indirect
 	gorgonia.org/vecf64 v0.9.0 // indirect
 	rsc.io/pdf v0.1.1 // indirect

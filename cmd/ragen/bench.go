@@ -43,6 +43,7 @@ var gemmShapes = [][3]int{{512, 128, 128}, {512, 512, 128}, {512, 128, 512}, {40
 type benchOpts struct {
 	quick, skipTorch, skipGEMM bool
 	rounds, steps, newTokens   int
+	torchThreads, blasThreads  int
 	presets                    []string
 	python, scripts            string
 }
@@ -56,11 +57,18 @@ func runBench(args []string) error {
 	presets := fs.String("presets", "small,base", "comma-separated model presets to run (small, base)")
 	python := fs.String("python", "/usr/bin/python3", "Python interpreter with torch (Debian's python3-torch)")
 	scripts := fs.String("scripts", "scripts/bench", "directory of the peer programs (torch_peer.py, openblas_peer.c)")
+	// research/perf.md: only one of torch's OpenMP pool and OpenBLAS's may
+	// use both cores. torch 1 + OpenBLAS 2 is within 7% of the best setting
+	// at d=128 and the best at d=256 on an idle machine, and degrades
+	// gracefully on a busy one (torch 2 + OpenBLAS 1 lost 5–7× there).
+	torchThreads := fs.Int("torch-threads", 1, "PyTorch peer: torch.set_num_threads")
+	blasThreads := fs.Int("openblas-threads", 2, "PyTorch peer: OPENBLAS_NUM_THREADS")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	o := benchOpts{quick: *quick, skipTorch: *skipTorch, skipGEMM: *skipGEMM, rounds: *rounds,
-		steps: 3, newTokens: benchNew, python: *python, scripts: *scripts}
+		steps: 3, newTokens: benchNew, python: *python, scripts: *scripts,
+		torchThreads: *torchThreads, blasThreads: *blasThreads}
 	if o.quick {
 		o.steps, o.newTokens = 1, 32
 	}
@@ -72,6 +80,9 @@ func runBench(args []string) error {
 	}
 	if o.rounds < 1 {
 		return fmt.Errorf("-rounds: must be ≥ 1 (got %d)", o.rounds)
+	}
+	if o.torchThreads < 1 || o.blasThreads < 1 {
+		return fmt.Errorf("-torch-threads, -openblas-threads: must be ≥ 1 (got %d, %d)", o.torchThreads, o.blasThreads)
 	}
 	for _, p := range strings.Split(*presets, ",") {
 		if _, err := benchConfig(p); err != nil {
@@ -289,18 +300,13 @@ type peerResult struct {
 	Error    string    `json:"error"`
 }
 
-// startPeer starts the PyTorch peer for c with the thread setting perf.md
-// found best for that size: only one of torch's and OpenBLAS's pools uses
-// both cores (d ≤ 128: torch 2 + OpenBLAS 1; larger: torch 1 + OpenBLAS 2).
+// startPeer starts the PyTorch peer for c with o's thread setting.
 func startPeer(c model.Config, name string, o benchOpts) (*torchPeer, error) {
 	script := filepath.Join(o.scripts, "torch_peer.py")
 	if _, err := os.Stat(script); err != nil {
 		return nil, fmt.Errorf("PyTorch peer: %w (run from the repository root, set -scripts, or use -skip-torch)", err)
 	}
-	torchThreads, blasThreads := 2, 1
-	if c.HiddenSize > 128 {
-		torchThreads, blasThreads = 1, 2
-	}
+	torchThreads, blasThreads := o.torchThreads, o.blasThreads
 	cmd := exec.Command(o.python, script,
 		"--d", strconv.Itoa(c.HiddenSize), "--layers", strconv.Itoa(c.NumLayers),
 		"--heads", strconv.Itoa(c.NumHeads), "--kv-heads", strconv.Itoa(c.NumKVHeads),

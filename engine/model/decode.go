@@ -50,10 +50,13 @@ type packedLayer struct {
 	q, k, v, o, gate, up, down *gemm.PackedB
 }
 
-// cacheSeq is one sequence's cache: per layer, keys (after RoPE) of its
-// first n tokens as rows of KV floats, and values transposed — channel c of
-// position j at v[c·cap+j] — so that a decoding step's p·v is a product of
-// stored rows (cpu.AttendLast).
+// cacheSeq is one sequence's cache: per layer, the keys (after RoPE) and
+// values of its first n tokens, head by head. Key/value head g's keys are a
+// block of cap rows of hd floats at k[g·cap·hd:], so a decoding step streams
+// one contiguous block per head (rows of all heads interleaved made it 4×
+// slower once the caches outgrew the L2). Values are stored transposed —
+// channel c of position j at v[c·cap+j], c over all KV channels — so that
+// a decoding step's p·v is a product of stored rows (cpu.AttendLast).
 type cacheSeq struct {
 	k, v    [][]float32 // [layer][cap·KV]
 	cap     int         // positions the caches hold
@@ -180,13 +183,17 @@ func (d *Decoder) reserve(s *cacheSeq, n int) {
 		return
 	}
 	capacity := min(max(2*s.cap, n, 16), c.MaxPositions)
+	hd := c.HeadDim()
 	for l := range s.k {
-		s.k[l] = append(make([]float32, 0, capacity*KV), s.k[l][:s.n*KV]...)[:capacity*KV]
+		k := make([]float32, capacity*KV)
+		for g := 0; g < c.NumKVHeads; g++ {
+			copy(k[g*capacity*hd:g*capacity*hd+s.n*hd], s.k[l][g*s.cap*hd:g*s.cap*hd+s.n*hd])
+		}
 		vt := make([]float32, capacity*KV)
 		for ch := 0; ch < KV; ch++ {
 			copy(vt[ch*capacity:ch*capacity+s.n], s.v[l][ch*s.cap:ch*s.cap+s.n])
 		}
-		s.v[l] = vt
+		s.k[l], s.v[l] = k, vt
 	}
 	s.cap = capacity
 }
@@ -232,11 +239,14 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 		cpu.RopeForward(d.q, m.cos, m.sin, d.pos, N, nH, hd)
 		cpu.RopeForward(d.k, m.cos, m.sin, d.pos, N, nKV, hd)
 		for i, s := range seqs {
-			copy(s.k[l][past[i]*KV:], d.k[rows[i]*KV:(rows[i]+lens[i])*KV])
-			vt := s.v[l]
+			kc, vt := s.k[l], s.v[l]
 			for j := 0; j < lens[i]; j++ {
-				for ch, x := range d.v[(rows[i]+j)*KV : (rows[i]+j+1)*KV] {
-					vt[ch*s.cap+past[i]+j] = x
+				r, p := rows[i]+j, past[i]+j
+				for g := 0; g < nKV; g++ {
+					copy(kc[(g*s.cap+p)*hd:(g*s.cap+p+1)*hd], d.k[r*KV+g*hd:r*KV+(g+1)*hd])
+				}
+				for ch, x := range d.v[r*KV : (r+1)*KV] {
+					vt[ch*s.cap+p] = x
 				}
 			}
 		}
@@ -246,15 +256,15 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 			for task := lo; task < hi; task++ {
 				i, g := task/nKV, task%nKV
 				n, o, s, W := lens[i], rows[i], seqs[i], past[i]+lens[i]
-				kc, vt := s.k[l][g*hd:], s.v[l][g*hd*s.cap:]
+				kc, vt := s.k[l][g*s.cap*hd:], s.v[l][g*hd*s.cap:]
 				if n == 1 {
 					h0 := g * group
-					cpu.AttendLast(d.attOut[o*C+h0*hd:], d.att[attOffs[i]+g*cpu.AttendLastScratch(group, W):], d.q[o*C+h0*hd:], kc, vt, group, W, hd, KV, s.cap)
+					cpu.AttendLast(d.attOut[o*C+h0*hd:], d.att[attOffs[i]+g*cpu.AttendLastScratch(group, W):], d.q[o*C+h0*hd:], kc, vt, group, W, hd, hd, s.cap)
 					continue
 				}
 				for h := g * group; h < (g+1)*group; h++ {
 					att := d.att[attOffs[i]+h*n*W:]
-					cpu.AttendHeadVT(d.attOut[o*C+h*hd:], att, d.q[o*C+h*hd:], kc, vt, n, past[i], hd, C, KV, s.cap, C)
+					cpu.AttendHeadVT(d.attOut[o*C+h*hd:], att, d.q[o*C+h*hd:], kc, vt, n, past[i], hd, C, hd, s.cap, C)
 				}
 			}
 		})
