@@ -215,14 +215,14 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 	d.gate, d.up, d.h = grow(d.gate, N*I), grow(d.up, N*I), grow(d.h, N*I)
 	group := nH / nKV
 	// Scratch for attention scores: a prefill needs each head's n×(past+n)
-	// block, a single new token only AttendLast's scores per group.
+	// block, a single new token only AttendLast's W scores per group.
 	rows, attOffs := make([]int, B), make([]int, B)
 	r, a := 0, 0
 	for i, n := range lens {
 		rows[i], attOffs[i] = r, a
 		r += n
 		if n == 1 {
-			a += nKV * cpu.AttendLastScratch(group, past[i]+1)
+			a += nKV * (past[i] + 1)
 		} else {
 			a += nH * n * (past[i] + n)
 		}
@@ -259,7 +259,7 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 				kc, vt := s.k[l][g*s.cap*hd:], s.v[l][g*hd*s.cap:]
 				if n == 1 {
 					h0 := g * group
-					cpu.AttendLast(d.attOut[o*C+h0*hd:], d.att[attOffs[i]+g*cpu.AttendLastScratch(group, W):], d.q[o*C+h0*hd:], kc, vt, group, W, hd, hd, s.cap)
+					cpu.AttendLast(d.attOut[o*C+h0*hd:], d.att[attOffs[i]+g*W:], d.q[o*C+h0*hd:], kc, vt, group, W, hd, hd, s.cap)
 					continue
 				}
 				for h := g * group; h < (g+1)*group; h++ {

@@ -67,14 +67,6 @@ func attend(out, att, q, k, v []float32, n, past, hd, ldq, ldk, ldv, ldo int, vt
 	}
 }
 
-// lastRows is the most query heads AttendLast sends through one product:
-// gemm computes products of at most three rows by dot products of stored
-// rows, which packs nothing (see gemm.dotMaxRows).
-const lastRows = 3
-
-// AttendLastScratch is the number of floats of scratch AttendLast needs.
-func AttendLastScratch(group, W int) int { return min(group, lastRows) * W }
-
 // AttendLast is one decoding step of attention for the group of query heads
 // that share one key/value head: each head's single query row (the newest
 // position) against all W cached positions, no mask needed:
@@ -84,18 +76,35 @@ func AttendLastScratch(group, W int) int { return min(group, lastRows) * W }
 // q holds the group's heads one after another (group rows of hd floats),
 // as does out; k is W rows of ldk; the values are stored transposed, channel
 // c of position j at vt[c·ldvt+j], so that both products are dot products
-// of stored rows and nothing is packed (packing the cache took 70% of a
-// decoding step). scores is scratch of AttendLastScratch(group, W) floats.
+// of stored rows (gemm.Dots) and nothing is packed (packing the cache took
+// 70% of a decoding step). The softmax is left unnormalised through p·v —
+// out = (Σ_j e_j·v_j) / Σ_j e_j with e_j = exp((s_j − max s)/sqrt(hd)) — so
+// the division touches hd outputs instead of W probabilities, and the
+// scale is folded into the exponent. scores is scratch of at least W floats.
 // It runs on the calling goroutine.
 func AttendLast(out, scores, q, k, vt []float32, group, W, hd, ldk, ldvt int) {
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	for h0 := 0; h0 < group; h0 += lastRows {
-		rows := min(lastRows, group-h0)
-		gemm.SgemmSerial(false, true, rows, W, hd, scale, q[h0*hd:], hd, k, ldk, 0, scores, W)
-		for i := 0; i < rows; i++ {
-			softmaxPrefix(scores[i*W:(i+1)*W], W)
+	e := scores[:W]
+	for h := 0; h < group; h++ {
+		gemm.Dots(e, q[h*hd:(h+1)*hd], k, hd, ldk)
+		m := e[0]
+		for _, x := range e[1:] {
+			m = max(m, x)
 		}
-		gemm.SgemmSerial(false, true, rows, hd, W, 1, scores, W, vt, ldvt, 0, out[h0*hd:], hd)
+		for j, x := range e {
+			e[j] = (x - m) * scale
+		}
+		expInPlace(e)
+		var sum float32
+		for _, x := range e {
+			sum += x
+		}
+		o := out[h*hd : (h+1)*hd]
+		gemm.Dots(o, e, vt, W, ldvt)
+		inv := 1 / sum
+		for c := range o {
+			o[c] *= inv
+		}
 	}
 }
 

@@ -77,3 +77,12 @@ func packColsAsm(pan, a []float32, off, lda, kc int) bool {
 	packCols6(&pan[0], &a[off], lda, kc)
 	return true
 }
+
+// dotRows8 sets out[r] = Σ_{p<k8} a[p]·b[r·ldb+p] for r < 8·n8 with the
+// assembly dot8 (k8 a multiple of 8).
+func dotRows8(n8, k8 int, a, b []float32, ldb int, out []float32) {
+	_ = a[k8-1] // the assembly does no bounds checks
+	_ = b[(8*n8-1)*ldb+k8-1]
+	_ = out[8*n8-1]
+	dot8(n8, k8, &a[0], &b[0], ldb, &out[0])
+}

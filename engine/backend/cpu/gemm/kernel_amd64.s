@@ -612,3 +612,71 @@ reduce:
 	VMOVUPS      X0, (AX)
 	VZEROUPPER
 	RET
+
+// func dot8(n8 int, k8 int, a *float32, b *float32, ldb int, out *float32)
+// Requires: AVX, FMA3
+TEXT ·dot8(SB), NOSPLIT, $0-48
+	MOVQ n8+0(FP), DX
+	MOVQ k8+8(FP), R8
+	MOVQ a+16(FP), R12
+	MOVQ b+24(FP), DI
+	MOVQ ldb+32(FP), R10
+	MOVQ out+40(FP), AX
+	SHLQ $0x02, R10
+
+group8:
+	TESTQ  DX, DX
+	JE     done8
+	MOVQ   R12, SI
+	MOVQ   R8, CX
+	MOVQ   DI, BX
+	LEAQ   (DI)(R10*2), R9
+	ADDQ   R10, R9
+	LEAQ   (R9)(R10*2), R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+loop8:
+	TESTQ       CX, CX
+	JE          reduce8
+	VMOVUPS     (SI), Y8
+	VFMADD231PS (DI), Y8, Y0
+	VFMADD231PS (DI)(R10*1), Y8, Y1
+	VFMADD231PS (DI)(R10*2), Y8, Y2
+	VFMADD231PS (R9), Y8, Y3
+	VFMADD231PS (R9)(R10*1), Y8, Y4
+	VFMADD231PS (R11), Y8, Y5
+	VFMADD231PS (R11)(R10*1), Y8, Y6
+	VFMADD231PS (R11)(R10*2), Y8, Y7
+	ADDQ        $0x20, SI
+	ADDQ        $0x20, DI
+	ADDQ        $0x20, R9
+	ADDQ        $0x20, R11
+	SUBQ        $0x08, CX
+	JMP         loop8
+
+reduce8:
+	VHADDPS    Y1, Y0, Y0
+	VHADDPS    Y3, Y2, Y2
+	VHADDPS    Y5, Y4, Y4
+	VHADDPS    Y7, Y6, Y6
+	VHADDPS    Y2, Y0, Y0
+	VHADDPS    Y6, Y4, Y4
+	VPERM2F128 $0x20, Y4, Y0, Y1
+	VPERM2F128 $0x31, Y4, Y0, Y2
+	VADDPS     Y2, Y1, Y1
+	VMOVUPS    Y1, (AX)
+	ADDQ       $0x20, AX
+	LEAQ       (BX)(R10*8), DI
+	DECQ       DX
+	JMP        group8
+
+done8:
+	VZEROUPPER
+	RET

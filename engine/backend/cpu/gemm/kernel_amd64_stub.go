@@ -34,3 +34,10 @@ func packCols6(dst *float32, src *float32, lda int, kc int)
 //
 //go:noescape
 func dot4(k16 int, a *float32, b *float32, ldb int, out *float32)
+
+// dot8 sets out[r] = Σ_{p<k8} a[p]·b[r·ldb + p] for r < 8·n8 (k8 a multiple of 8,
+// ldb in elements), summing 8 interleaved partial sums per row, then those in a fixed tree.
+// Requires AVX2 and FMA.
+//
+//go:noescape
+func dot8(n8 int, k8 int, a *float32, b *float32, ldb int, out *float32)

@@ -28,3 +28,8 @@ func dotRows(k16 int, a, b []float32, ldb int, out *[4]float32) {
 
 // packColsAsm does nothing here: the caller's Go loop does the copy.
 func packColsAsm(pan, a []float32, off, lda, kc int) bool { return false }
+
+// dotRows8 is only called when useAsm is set, which it never is here.
+func dotRows8(n8, k8 int, a, b []float32, ldb int, out []float32) {
+	panic("gemm: dotRows8 without an assembly kernel")
+}

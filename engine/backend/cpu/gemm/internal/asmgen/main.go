@@ -1,7 +1,8 @@
 // Command asmgen writes the assembly of package gemm (kernel_amd64.s and its
 // Go declarations kernel_amd64_stub.go) with avo: the AVX2+FMA micro-kernels
 // described below, three packing helpers (packTrans8, packRow, packCols6)
-// and the dot product kernel for A·Bᵀ with very few rows (dot4). Run it
+// and the dot product kernels for A·Bᵀ with very few rows (dot4) and for
+// one row against eight (dot8, see Dots). Run it
 // through `go generate` in engine/backend/cpu/gemm.
 //
 // A kernel computes one MR×NR = 6×16 tile of C from kc steps of A and of a
@@ -78,6 +79,7 @@ func main() {
 	rowPack()
 	colPack()
 	dotKernel()
+	dot8Kernel()
 
 	Generate()
 }
@@ -370,6 +372,83 @@ func dotKernel() {
 	VADDPS(X1, X0, X0)
 	out := Load(Param("out"), RAX)
 	VMOVUPS(X0, Mem{Base: out})
+	VZEROUPPER()
+	RET()
+}
+
+// dot8Kernel emits dot8, dot products of one row of A with groups of eight
+// rows of B read in place: a decoding step's q·kᵀ over the cached keys, or
+// p·v over the channels of the transposed values. One accumulator per row
+// (eight independent FMA chains), reduced together by one tree of
+// horizontal adds, so short rows (a head dimension of 32) pay one reduction
+// per eight outputs; the loop over groups runs here, so a call covers a
+// whole cache.
+func dot8Kernel() {
+	TEXT("dot8", NOSPLIT, "func(n8, k8 int, a, b *float32, ldb int, out *float32)")
+	Doc(
+		"dot8 sets out[r] = Σ_{p<k8} a[p]·b[r·ldb + p] for r < 8·n8 (k8 a multiple of 8,",
+		"ldb in elements), summing 8 interleaved partial sums per row, then those in a fixed tree.",
+		"Requires AVX2 and FMA.",
+	)
+	Pragma("noescape")
+	groups := Load(Param("n8"), RDX)
+	k8 := Load(Param("k8"), R8)
+	a0 := Load(Param("a"), R12)
+	row0 := Load(Param("b"), RDI)
+	ld := Load(Param("ldb"), R10)
+	out := Load(Param("out"), RAX)
+	SHLQ(U8(2), ld)
+	k, pa, base, row3, row5 := RCX, RSI, RBX, R9, R11
+	rows := []Mem{
+		{Base: row0}, {Base: row0, Index: ld, Scale: 1}, {Base: row0, Index: ld, Scale: 2},
+		{Base: row3}, {Base: row3, Index: ld, Scale: 1},
+		{Base: row5}, {Base: row5, Index: ld, Scale: 1}, {Base: row5, Index: ld, Scale: 2},
+	}
+	acc := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7}
+
+	Label("group8")
+	TESTQ(groups, groups)
+	JE(LabelRef("done8"))
+	MOVQ(a0, pa)
+	MOVQ(k8, k)
+	MOVQ(row0, base)
+	LEAQ(Mem{Base: row0, Index: ld, Scale: 2}, row3)
+	ADDQ(ld, row3) // row3 = row0 + 3·ldb
+	LEAQ(Mem{Base: row3, Index: ld, Scale: 2}, row5)
+	for _, r := range acc {
+		VXORPS(r, r, r)
+	}
+	Label("loop8")
+	TESTQ(k, k)
+	JE(LabelRef("reduce8"))
+	VMOVUPS(Mem{Base: pa}, Y8)
+	for r, m := range rows {
+		VFMADD231PS(m, Y8, acc[r])
+	}
+	ADDQ(U8(32), pa)
+	ADDQ(U8(32), row0)
+	ADDQ(U8(32), row3)
+	ADDQ(U8(32), row5)
+	SUBQ(U8(8), k)
+	JMP(LabelRef("loop8"))
+
+	Label("reduce8")
+	VHADDPS(Y1, Y0, Y0)              // rows 0,1 pairwise
+	VHADDPS(Y3, Y2, Y2)              // rows 2,3
+	VHADDPS(Y5, Y4, Y4)              // rows 4,5
+	VHADDPS(Y7, Y6, Y6)              // rows 6,7
+	VHADDPS(Y2, Y0, Y0)              // r0 r1 r2 r3 | r0 r1 r2 r3 (low, high halves)
+	VHADDPS(Y6, Y4, Y4)              // r4 r5 r6 r7 | r4 r5 r6 r7
+	VPERM2F128(U8(0x20), Y4, Y0, Y1) // low halves: r0 … r7
+	VPERM2F128(U8(0x31), Y4, Y0, Y2) // high halves: r0 … r7
+	VADDPS(Y2, Y1, Y1)
+	VMOVUPS(Y1, Mem{Base: out})
+	ADDQ(U8(32), out)
+	LEAQ(Mem{Base: base, Index: ld, Scale: 8}, row0) // the next group's first row
+	DECQ(groups)
+	JMP(LabelRef("group8"))
+
+	Label("done8")
 	VZEROUPPER()
 	RET()
 }
