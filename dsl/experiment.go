@@ -49,7 +49,7 @@ type Experiment struct {
 	GroupSize int
 	// MaxTurns per episode, overriding Env's max_turns; 0 = Env's.
 	MaxTurns int
-	// TokensPerTurn ends a response not closed by </answer> (128).
+	// TokensPerTurn ends a response not closed by </answer> (200).
 	TokensPerTurn int
 	// Temperature of training rollouts (1).
 	Temperature float64

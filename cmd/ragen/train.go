@@ -45,6 +45,7 @@ func runTrain(args []string) error {
 	fs.IntVar(&c.GroupSize, "group-size", c.GroupSize, "trajectories per group")
 	fs.IntVar(&c.ValEpisodes, "val", c.ValEpisodes, "validation episodes on held-out seeds (0: none)")
 	fs.IntVar(&c.ValEvery, "val-every", c.ValEvery, "validate every N steps")
+	fs.IntVar(&c.MaxTokensPerTurn, "max-tokens", c.MaxTokensPerTurn, "tokens per response before it is cut (unclosed </answer>)")
 	fs.Float64Var(&c.ActorLR, "lr", c.ActorLR, "actor learning rate")
 	fs.Float64Var(&c.CriticLR, "critic-lr", c.CriticLR, "critic learning rate")
 	fs.IntVar(&c.MiniBatches, "minibatches", c.MiniBatches, "optimizer steps per PPO epoch")

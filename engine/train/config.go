@@ -68,7 +68,8 @@ type Config struct {
 	// initial state (8 × 8; RAGEN 8 × 16).
 	EnvGroups int `json:"env_groups"`
 	GroupSize int `json:"group_size"`
-	// MaxTokensPerTurn ends a response not closed by </answer> (128).
+	// MaxTokensPerTurn ends a response not closed by </answer> (200; the
+	// experts' longest Sokoban reasoning is about 130 tokens of a 512 vocabulary).
 	MaxTokensPerTurn int `json:"max_tokens_per_turn"`
 	// Temperature, TopK, TopP of training rollouts (1, 0 = off, 1 = off).
 	Temperature float32 `json:"temperature"`
@@ -162,7 +163,7 @@ func Default() Config {
 		Seed:             1,
 		EnvGroups:        8,
 		GroupSize:        8,
-		MaxTokensPerTurn: 128,
+		MaxTokensPerTurn: 200,
 		Temperature:      1,
 		TopP:             1,
 		FormatPenalty:    envs.DefaultFormatPenalty,
