@@ -208,13 +208,9 @@ func newTrainBench(c model.Config) (*trainBench, error) {
 	if err != nil {
 		return nil, err
 	}
-	groups := make([]optim.Group, len(m.Layout.Views))
-	for i, v := range m.Layout.Views {
-		groups[i] = optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay}
-	}
 	oc := optim.DefaultConfig()
 	oc.LR = 3e-4
-	opt, err := optim.New(oc, m.Layout.Size, groups)
+	opt, err := m.NewAdamW(oc)
 	if err != nil {
 		return nil, err
 	}

@@ -79,11 +79,7 @@ func runDemo(args []string) error {
 	const T, B = 128, 16
 	oc := optim.DefaultConfig()
 	oc.LR, oc.Schedule, oc.WarmupSteps, oc.TotalSteps = 3e-3, "cosine", 20, *steps
-	groups := make([]optim.Group, len(m.Layout.Views))
-	for i, v := range m.Layout.Views {
-		groups[i] = optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay}
-	}
-	opt, err := optim.New(oc, m.Layout.Size, groups)
+	opt, err := m.NewAdamW(oc)
 	if err != nil {
 		return err
 	}

@@ -82,15 +82,7 @@ func FromDemo(d envs.Demo, chat *Chat, maxTokens int) (*Trajectory, error) {
 		if len(ids) > maxTokens {
 			return nil, fmt.Errorf("rollout: a demonstration response has %d tokens, more than max_tokens_per_turn %d: raise the limit or shorten the expert's reasoning", len(ids), maxTokens)
 		}
-		n := len(t.Tokens)
-		t.Tokens = append(t.Tokens, ids...)
-		for range ids {
-			t.Agent = append(t.Agent, true)
-			t.TurnEnd = append(t.TurnEnd, false)
-		}
-		if len(ids) > 0 {
-			t.TurnEnd[n+len(ids)-1] = true
-		}
+		t.appendResponse(ids)
 	}
 	return t, nil
 }

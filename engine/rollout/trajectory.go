@@ -45,16 +45,22 @@ func (t *Trajectory) appendContext(ids []int) {
 	t.TurnEnd = append(t.TurnEnd, make([]bool, len(ids))...)
 }
 
-func (t *Trajectory) addTurn(sampled []int, text string, res envs.TurnResult, c *Chat) {
+// appendResponse appends one turn's response tokens: the agent's, the
+// last of them marking the turn's end.
+func (t *Trajectory) appendResponse(ids []int) {
 	n := len(t.Tokens)
-	t.Tokens = append(t.Tokens, sampled...)
-	for range sampled {
+	t.Tokens = append(t.Tokens, ids...)
+	for range ids {
 		t.Agent = append(t.Agent, true)
 		t.TurnEnd = append(t.TurnEnd, false)
 	}
-	if len(sampled) > 0 {
-		t.TurnEnd[n+len(sampled)-1] = true
+	if len(ids) > 0 {
+		t.TurnEnd[n+len(ids)-1] = true
 	}
+}
+
+func (t *Trajectory) addTurn(sampled []int, text string, res envs.TurnResult, c *Chat) {
+	t.appendResponse(sampled)
 	turn := Turn{TurnResult: res, Response: text, Tokens: len(sampled), Closed: c.stop.Match(sampled)}
 	turn.ThinkTokens, turn.AnswerTokens = c.blockTokens(sampled, text)
 	t.Turns = append(t.Turns, turn)

@@ -10,11 +10,7 @@ import (
 func newOptimizer(m *model.Model, lr, weightDecay float64) (*optim.AdamW, error) {
 	cfg := optim.DefaultConfig()
 	cfg.LR, cfg.WeightDecay = lr, weightDecay
-	groups := make([]optim.Group, len(m.Layout.Views))
-	for i, v := range m.Layout.Views {
-		groups[i] = optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay}
-	}
-	return optim.New(cfg, m.Layout.Size, groups)
+	return m.NewAdamW(cfg)
 }
 
 // criticFrom builds the critic: the policy's architecture with a value

@@ -125,11 +125,7 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 func finetune(ctx context.Context, m *model.Model, demos []*rollout.Trajectory, ws WarmStart, seed int64) error {
 	oc := optim.DefaultConfig()
 	oc.LR, oc.Schedule, oc.WarmupSteps, oc.TotalSteps = ws.LR, "cosine", min(20, ws.Steps/10), ws.Steps
-	groups := make([]optim.Group, len(m.Layout.Views))
-	for i, v := range m.Layout.Views {
-		groups[i] = optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay}
-	}
-	opt, err := optim.New(oc, m.Layout.Size, groups)
+	opt, err := m.NewAdamW(oc)
 	if err != nil {
 		return fmt.Errorf("warm start: %w", err)
 	}
