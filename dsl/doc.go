@@ -52,6 +52,22 @@
 // $RAGEN_CACHE/runs or the user cache directory: running a cell again with an
 // unchanged experiment loads the result at once. Experiment.Fresh re-runs.
 //
+// # Samples
+//
+// A run keeps a few episodes to read (metrics.Sample): the first
+// validation episodes of every validation, on the same seeds each time, and
+// one training trajectory at step 1, every ValEvery-th step and the last,
+// with what each of the agent's tokens was paid and credited.
+// Run.Samples(split, step) returns those of "val" or "train" at a step (-1:
+// the last). ShowSamples shows samples side by side, a column per split and
+// step, so the answers before and after training face each other;
+// ShowCredit shows one training sample's tokens coloured by advantage, with
+// reward, value, advantage and return on hover; plots.NewCreditChart(s)
+// plots the same numbers:
+//
+//	ragen.ShowSamples(append(run.Samples("val", 0), run.Samples("val", -1)...)...)
+//	ragen.ShowCredit(run.Samples("train", -1)[0])
+//
 // # Hooks for the kernel
 //
 // The kernel session sets three package-level hooks: SetContext (the context

@@ -65,6 +65,11 @@ type Experiment struct {
 	// PPOEpochs over each step's rollouts, each in MiniBatches (1, 2).
 	PPOEpochs   int
 	MiniBatches int
+	// ReuseRollouts trains that many steps on each batch of rollouts
+	// before rolling out again (1: online, fresh rollouts every step; a
+	// reused batch keeps its old log-probabilities, so the PPO ratio
+	// measures how far the policy has moved since it was collected).
+	ReuseRollouts int
 
 	// WarmStart is the supervised fine-tuning on expert demonstrations
 	// before RL.
@@ -145,6 +150,7 @@ func (e Experiment) Config() (train.Config, error) {
 		{"Steps", e.Steps, &c.Steps, true},
 		{"PPOEpochs", e.PPOEpochs, &c.PPOEpochs, true},
 		{"MiniBatches", e.MiniBatches, &c.MiniBatches, true},
+		{"ReuseRollouts", e.ReuseRollouts, &c.ReuseRollouts, true},
 		{"WarmStart.Steps", e.WarmStart.Steps, &c.WarmStart.Steps, true},
 		{"WarmStart.Episodes", e.WarmStart.Episodes, &c.WarmStart.Episodes, true},
 		{"WarmStart.BatchSize", e.WarmStart.BatchSize, &c.WarmStart.BatchSize, true},
@@ -263,7 +269,7 @@ var trainField = map[string]string{
 	"model": "Model", "pretrained": "Model", "init": "Model", "context_length": "ContextLength", "vocab_size": "VocabSize",
 	"steps": "Steps", "env_groups": "Groups", "group_size": "GroupSize",
 	"max_tokens_per_turn": "TokensPerTurn",
-	"temperature":         "Temperature", "backend": "Backend", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches",
+	"temperature":         "Temperature", "backend": "Backend", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches", "reuse_rollouts": "ReuseRollouts",
 	"actor_lr": "ActorLR", "critic_lr": "CriticLR", "val_episodes": "ValEpisodes",
 	"val_every": "ValEvery", "checkpoint_every": "CheckpointEvery",
 	"warm_start.steps": "WarmStart.Steps", "warm_start.episodes": "WarmStart.Episodes",

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -269,6 +270,22 @@ func (s Series) Last() float64 {
 		return math.NaN()
 	}
 	return s.Values[len(s.Values)-1]
+}
+
+// First is the first value; NaN without points.
+func (s Series) First() float64 {
+	if len(s.Values) == 0 {
+		return math.NaN()
+	}
+	return s.Values[0]
+}
+
+// Max is the largest value; NaN without points.
+func (s Series) Max() float64 {
+	if len(s.Values) == 0 {
+		return math.NaN()
+	}
+	return slices.Max(s.Values)
 }
 
 // String lists the points: "actor/entropy: 1:0.52 2:0.50".

@@ -326,3 +326,33 @@ func (nb *Notebook) InjectParams(values []string) error {
 	nb.EnsureIDs()
 	return nil
 }
+
+// CIParams returns the parameters a notebook declares for continuous
+// integration: its metadata ragen.ci_parameters, a list of "name=value"
+// strings (the -p syntax) that make a run short enough for CI while
+// exercising every cell. A notebook without them gets an error that says
+// where to put them.
+func (nb *Notebook) CIParams() ([]string, error) {
+	missing := fmt.Errorf(`no CI parameters: add {"ragen": {"ci_parameters": ["steps=2", ...]}} to the notebook's metadata`)
+	r, ok := nb.Metadata["ragen"].(map[string]any)
+	if !ok {
+		return nil, missing
+	}
+	raw, ok := r["ci_parameters"]
+	if !ok {
+		return nil, missing
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, fmt.Errorf("metadata ragen.ci_parameters: want a list of \"name=value\" strings, got %T", raw)
+	}
+	out := make([]string, len(list))
+	for i, v := range list {
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("metadata ragen.ci_parameters[%d]: want a \"name=value\" string, got %v", i, v)
+		}
+		out[i] = s
+	}
+	return out, nil
+}

@@ -2,6 +2,7 @@ package notebook
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -92,5 +93,24 @@ func TestInjectParamsErrors(t *testing.T) {
 	err := nb.InjectParams([]string{"steps=5"})
 	if want := `-p steps=5: the notebook has no cell tagged "parameters" to declare parameters in (tag the code cell that sets their defaults)`; err == nil || err.Error() != want {
 		t.Errorf("no parameters cell:\ngot  %v\nwant %s", err, want)
+	}
+}
+
+func TestCIParams(t *testing.T) {
+	nb := &Notebook{Metadata: map[string]any{"ragen": map[string]any{"ci_parameters": []any{"steps=2", "seeds=1"}}}}
+	got, err := nb.CIParams()
+	if err != nil || len(got) != 2 || got[0] != "steps=2" || got[1] != "seeds=1" {
+		t.Fatalf("CIParams = %q, %v", got, err)
+	}
+	for _, bad := range []map[string]any{
+		{},
+		{"ragen": map[string]any{}},
+		{"ragen": map[string]any{"ci_parameters": "steps=2"}},
+		{"ragen": map[string]any{"ci_parameters": []any{2}}},
+	} {
+		nb := &Notebook{Metadata: bad}
+		if _, err := nb.CIParams(); err == nil || !strings.Contains(err.Error(), "ci_parameters") {
+			t.Errorf("metadata %v: error %v, want one naming ci_parameters", bad, err)
+		}
 	}
 }

@@ -25,6 +25,10 @@
 //     environment or run, each with its change from start to end.
 //   - GroupRewardChart: the per-group reward distribution at chosen steps
 //     (GroupRewards), flat groups — std 0, no gradient signal — in grey.
+//   - CreditChart: credit assignment on one training sample
+//     (metrics.Sample): over the agent's tokens in order, the value V(s_t),
+//     the return G_t and the rewards above, the advantage A_t as bars
+//     below, turn boundaries dashed.
 //
 // A run keeps its colour (Palette, Okabe–Ito, colour-blind safe) on every
 // panel; colours follow the order of Add and AddSeeds. The legend sits

@@ -126,6 +126,23 @@ func ExampleGroupRewardChart() {
 	//   step 150: 16 groups, 14 flat, mean in-group std 0.0524
 }
 
+// Credit assignment on one training trajectory: the critic's values and
+// the returns above, the advantage of every agent token below, turns
+// marked. The format penalty at the end of turn 1 and the success at the
+// end of turn 3 reach back over the tokens before them, fading by λ per
+// token.
+func ExampleCreditChart() {
+	c := plots.NewCreditChart(synthCredit(1))
+	if err := c.Save(filepath.Join(os.TempDir(), "credit.png")); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println(c)
+	// Output:
+	// credit chart of train step 40 · seed 1234 · reward 0.9 (success): 86 agent tokens in 3 turns, 2 with a reward
+	//   advantage: min -0.0483, max 0.301, mean 0.107; 77 of 86 tokens > 0
+	//   return: first 0.45, last 1
+}
+
 // Charts compose: take the panels of two charts (gonum *plot.Plot values,
 // adjustable before rendering) into one figure side by side.
 func ExampleFigure() {

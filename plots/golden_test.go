@@ -57,6 +57,7 @@ func TestGolden(t *testing.T) {
 		{"dashboard.png", ExampleDashboard},
 		{"reasoning.png", ExampleReasoningChart},
 		{"groups.png", ExampleGroupRewardChart},
+		{"credit.png", ExampleCreditChart},
 		{"figure.png", ExampleFigure},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

@@ -221,11 +221,11 @@ func positiveOnly(ls []line) (out []line, dropped int) {
 
 // markers draws events as dashed vertical lines, each with a short label at
 // the top of the data area. Lines of one run closer than mergeDist share a
-// label ("1, 2"; stacked one per line when that is what fits). A label goes
-// right of its line, or left of it near the right edge, never outside the
-// data area; it sits as high as it can without overlapping an earlier
-// label, and is left out (the line stays) if that would put it below the
-// top labelZone of the panel.
+// label ("1, 2"; stacked one per line when that is what fits); a marker
+// without a label is a line alone. A label goes right of its line, or left
+// of it near the right edge, never outside the data area; it sits as high
+// as it can without overlapping an earlier label, and is left out (the line
+// stays) if that would put it below the top labelZone of the panel.
 type markers []marker
 
 const (
@@ -256,6 +256,9 @@ func (ms markers) Plot(c draw.Canvas, plt *plot.Plot) {
 			Width:  vg.Points(1.2),
 			Dashes: []vg.Length{vg.Points(4), vg.Points(3)},
 		}, x, c.Min.Y, x, c.Max.Y)
+		if m.label == "" {
+			continue
+		}
 		if n := len(labels); n > 0 && labels[n-1].color == m.color && x-labels[n-1].x < mergeDist {
 			labels[n-1].parts = append(labels[n-1].parts, m.label)
 			labels[n-1].x = x

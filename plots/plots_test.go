@@ -104,6 +104,14 @@ func TestErrorsNameTheProblem(t *testing.T) {
 			g.Add(plots.GroupRewards{Step: 4, Groups: [][]float64{{1}}}, plots.GroupRewards{Step: 4, Groups: [][]float64{{0}}})
 			return g
 		}(), "plots: group reward chart: step 4 added twice"},
+		{"credit without tokens", plots.NewCreditChart(metrics.Sample{Step: 10, Split: metrics.SplitVal}),
+			"plots: credit chart: the sample (val, step 10) has no tokens: only training samples keep them"},
+		{"credit NaN", plots.NewCreditChart(metrics.Sample{Split: metrics.SplitTrain, Tokens: []metrics.SampleToken{
+			{Advantage: 1}, {Advantage: 1, Value: math.NaN()}}}),
+			"plots: credit chart: token 1: value is NaN"},
+		{"credit turns backwards", plots.NewCreditChart(metrics.Sample{Split: metrics.SplitTrain, Tokens: []metrics.SampleToken{
+			{Turn: 1}, {Turn: 0}}}),
+			"plots: credit chart: token 1: turn 1 after turn 2 (tokens must be in trajectory order)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -256,5 +264,44 @@ func TestColoursFollowRunOrder(t *testing.T) {
 		if fd.Legend[i].Color != plots.Palette[i] || fc.Legend[i].Color != plots.Palette[i] {
 			t.Errorf("run %d: colours %v and %v, want %v", i, fd.Legend[i].Color, fc.Legend[i].Color, plots.Palette[i])
 		}
+	}
+}
+
+// A critic-free sample (GRPO: V = 0, one advantage for the trajectory)
+// leaves the value line out and says so; turn boundaries are marked where
+// the turn changes, and a long trajectory still renders.
+func TestCreditChartWithoutCritic(t *testing.T) {
+	var s metrics.Sample
+	s.Split, s.Step = metrics.SplitTrain, 3
+	for i := range 400 {
+		tok := metrics.SampleToken{Turn: i / 150, Advantage: -0.7, Return: 0.2}
+		if i == 399 {
+			tok.Reward = 0.2
+		}
+		s.Tokens = append(s.Tokens, tok)
+	}
+	f, err := plots.NewCreditChart(s).Figure()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Panels[0].Title.Text; got != "return G_t and reward r_t (no critic: V = 0)" {
+		t.Errorf("top panel title %q", got)
+	}
+	var labels []string
+	for _, e := range f.Legend {
+		labels = append(labels, e.Label)
+	}
+	if got := strings.Join(labels, "|"); got != "return G_t|reward r_t|advantage > 0|advantage < 0" {
+		t.Errorf("legend %q", got)
+	}
+	if _, err := f.PNG(); err != nil {
+		t.Fatal(err)
+	}
+	if svg, err := f.SVG(); err != nil || !bytes.Contains(svg, []byte("turn 3")) {
+		t.Errorf("SVG: %v, or no turn label", err)
+	}
+	want := "credit chart of train step 3 · seed 0 · reward 0 (failure): 400 agent tokens in 3 turns, 1 with a reward, no critic"
+	if got := plots.NewCreditChart(s).String(); !strings.HasPrefix(got, want+"\n") {
+		t.Errorf("summary %q, want it to start with %q", got, want)
 	}
 }

@@ -112,3 +112,37 @@ func synthGroups(seed uint64, flat float64) [][]float64 {
 	}
 	return groups
 }
+
+// synthCredit is one training sample of three turns with a critic:
+// rewards on the last token of each turn (a format penalty, nothing, then
+// success), values that drift up with noise, and advantages and returns
+// computed from them by GAE (γ = 1, λ = 0.95) as the trainer does.
+func synthCredit(seed uint64) metrics.Sample {
+	rng := rand.New(rand.NewPCG(seed, 13))
+	s := metrics.Sample{Step: 40, Split: metrics.SplitTrain, Seed: 1234, Reward: 0.9, Success: true}
+	words := []string{"I", " push", " the", " box", " right", ",", " then", " up", "."}
+	for turn, k := range []int{34, 22, 30} {
+		reward := []float64{-0.1, 0, 1}[turn]
+		s.Turns = append(s.Turns, metrics.SampleTurn{Response: "…", Actions: []string{"Right"}, Reward: reward})
+		for i := range k {
+			t := metrics.SampleToken{Text: words[i%len(words)], Turn: turn}
+			if i == k-1 {
+				t.Reward = reward
+			}
+			s.Tokens = append(s.Tokens, t)
+		}
+	}
+	n := len(s.Tokens)
+	for i := range s.Tokens {
+		s.Tokens[i].Value = 0.35 + 0.45*float64(i)/float64(n) + 0.06*rng.NormFloat64()
+	}
+	const lambda = 0.95
+	next, adv := 0.0, 0.0 // V(s_n) = 0: the episode is over
+	for i := n - 1; i >= 0; i-- {
+		t := &s.Tokens[i]
+		adv = t.Reward + next - t.Value + lambda*adv
+		t.Advantage, t.Return = adv, adv+t.Value
+		next = t.Value
+	}
+	return s
+}

@@ -22,6 +22,7 @@ func init() {
 		"ClipFracLower":     reflect.ValueOf(constant.MakeFromLiteral("\"actor/pg_clipfrac_lower\"", token.STRING, 0)),
 		"ClosedRate":        reflect.ValueOf(constant.MakeFromLiteral("\"response/closed_rate\"", token.STRING, 0)),
 		"CriticGradNorm":    reflect.ValueOf(constant.MakeFromLiteral("\"critic/grad_norm\"", token.STRING, 0)),
+		"DistinctRate":      reflect.ValueOf(constant.MakeFromLiteral("\"response/distinct_rate\"", token.STRING, 0)),
 		"Entropy":           reflect.ValueOf(constant.MakeFromLiteral("\"actor/entropy\"", token.STRING, 0)),
 		"ExplainedVar":      reflect.ValueOf(constant.MakeFromLiteral("\"critic/vf_explained_var\"", token.STRING, 0)),
 		"FilterKeepRatio":   reflect.ValueOf(constant.MakeFromLiteral("\"rollout/filter_kept_ratio\"", token.STRING, 0)),
@@ -38,6 +39,8 @@ func init() {
 		"ResponseTokens":    reflect.ValueOf(constant.MakeFromLiteral("\"response/tokens_mean\"", token.STRING, 0)),
 		"RewardMean":        reflect.ValueOf(constant.MakeFromLiteral("\"rollout/reward_mean\"", token.STRING, 0)),
 		"RewardStd":         reflect.ValueOf(constant.MakeFromLiteral("\"rollout/reward_std\"", token.STRING, 0)),
+		"SplitTrain":        reflect.ValueOf(constant.MakeFromLiteral("\"train\"", token.STRING, 0)),
+		"SplitVal":          reflect.ValueOf(constant.MakeFromLiteral("\"val\"", token.STRING, 0)),
 		"SuccessRate":       reflect.ValueOf(constant.MakeFromLiteral("\"env/success_rate\"", token.STRING, 0)),
 		"ThinkTokens":       reflect.ValueOf(constant.MakeFromLiteral("\"response/think_tokens_mean\"", token.STRING, 0)),
 		"TimeRollout":       reflect.ValueOf(constant.MakeFromLiteral("\"timing_s/rollout\"", token.STRING, 0)),
@@ -54,8 +57,11 @@ func init() {
 		"ZeroStdGroups":     reflect.ValueOf(constant.MakeFromLiteral("\"rollout/zero_std_groups\"", token.STRING, 0)),
 
 		// type definitions
-		"Event":   reflect.ValueOf((*metrics.Event)(nil)),
-		"History": reflect.ValueOf((*metrics.History)(nil)),
-		"Step":    reflect.ValueOf((*metrics.Step)(nil)),
+		"Event":       reflect.ValueOf((*metrics.Event)(nil)),
+		"History":     reflect.ValueOf((*metrics.History)(nil)),
+		"Sample":      reflect.ValueOf((*metrics.Sample)(nil)),
+		"SampleToken": reflect.ValueOf((*metrics.SampleToken)(nil)),
+		"SampleTurn":  reflect.ValueOf((*metrics.SampleTurn)(nil)),
+		"Step":        reflect.ValueOf((*metrics.Step)(nil)),
 	}
 }

@@ -10,14 +10,15 @@ import (
 func init() {
 	Symbols["github.com/ragen-go/ragen/engine/model/model"] = map[string]reflect.Value{
 		// function, constant and variable definitions
-		"Base":      reflect.ValueOf(model.Base),
-		"Load":      reflect.ValueOf(model.Load),
-		"New":       reflect.ValueOf(model.New),
-		"NewBuffer": reflect.ValueOf(model.NewBuffer),
-		"NewLayout": reflect.ValueOf(model.NewLayout),
-		"Preset":    reflect.ValueOf(model.Preset),
-		"Small":     reflect.ValueOf(model.Small),
-		"Tiny":      reflect.ValueOf(model.Tiny),
+		"Base":             reflect.ValueOf(model.Base),
+		"CrossEntropyGrad": reflect.ValueOf(model.CrossEntropyGrad),
+		"Load":             reflect.ValueOf(model.Load),
+		"New":              reflect.ValueOf(model.New),
+		"NewBuffer":        reflect.ValueOf(model.NewBuffer),
+		"NewLayout":        reflect.ValueOf(model.NewLayout),
+		"Preset":           reflect.ValueOf(model.Preset),
+		"Small":            reflect.ValueOf(model.Small),
+		"Tiny":             reflect.ValueOf(model.Tiny),
 
 		// type definitions
 		"Buffer":          reflect.ValueOf((*model.Buffer)(nil)),

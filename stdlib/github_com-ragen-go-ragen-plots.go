@@ -17,6 +17,7 @@ func init() {
 		"BandStd":             reflect.ValueOf(plots.BandStd),
 		"DefaultDPI":          reflect.ValueOf(constant.MakeFromLiteral("192", token.INT, 0)),
 		"EMA":                 reflect.ValueOf(plots.EMA),
+		"NewCreditChart":      reflect.ValueOf(plots.NewCreditChart),
 		"NewDashboard":        reflect.ValueOf(plots.NewDashboard),
 		"NewGroupRewardChart": reflect.ValueOf(plots.NewGroupRewardChart),
 		"NewLineChart":        reflect.ValueOf(plots.NewLineChart),
@@ -25,6 +26,7 @@ func init() {
 
 		// type definitions
 		"Band":             reflect.ValueOf((*plots.Band)(nil)),
+		"CreditChart":      reflect.ValueOf((*plots.CreditChart)(nil)),
 		"Dashboard":        reflect.ValueOf((*plots.Dashboard)(nil)),
 		"Figure":           reflect.ValueOf((*plots.Figure)(nil)),
 		"GroupRewardChart": reflect.ValueOf((*plots.GroupRewardChart)(nil)),

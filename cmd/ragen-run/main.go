@@ -7,6 +7,12 @@
 //	ragen-run -p steps=5 notebooks/00-quickstart.ipynb -o out.ipynb
 //	ragen-run --check --rtol 1e-6 --junit results.xml notebooks/*.ipynb
 //	ragen-run --inplace --html report.html analysis.ipynb
+//	ragen-run --ci --check notebooks/*.ipynb
+//
+// --ci runs each notebook with the parameters it declares for CI, in its
+// metadata: {"ragen": {"ci_parameters": ["steps=2", "seeds=1"]}}. With
+// --check, cells whose outputs depend on those parameters (numbers of a
+// shortened run) are tagged nocheck; the rest must reproduce exactly.
 //
 // Flags may come before or after the notebooks. With one notebook, -o
 // names the output; with several use --inplace or --output-dir. Without
@@ -61,7 +67,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 type config struct {
 	output, outputDir, html, junit string
 	inplace, allowErrors           bool
-	check, quiet                   bool
+	check, quiet, ci               bool
 	rtol                           float64
 	timeout                        time.Duration
 	params                         listFlag
@@ -79,6 +85,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.timeout, "timeout", 0, "interrupt a cell running longer than `D` and fail it with a TimeoutError (0: no limit)")
 	fs.BoolVar(&c.allowErrors, "allow-errors", false, "keep executing after a failed cell (the error stays in its outputs)")
 	fs.BoolVar(&c.check, "check", false, "compare fresh outputs with those stored in the notebook; print a diff and exit 1 on a difference")
+	fs.BoolVar(&c.ci, "ci", false, "first apply each notebook's CI parameters (its metadata ragen.ci_parameters); -p values override them")
 	fs.Float64Var(&c.rtol, "rtol", 0, "with --check, relative tolerance for numbers in text outputs")
 	fs.StringVar(&c.html, "html", "", "write a self-contained HTML report of the executed notebook to `FILE` (one notebook only)")
 	fs.StringVar(&c.junit, "junit", "", "write JUnit XML with one test case per code cell to `FILE`")
@@ -236,7 +243,15 @@ func prepare(c *config, path string) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := nb.InjectParams(c.params); err != nil {
+	params := c.params
+	if c.ci {
+		ci, err := nb.CIParams()
+		if err != nil {
+			return nil, fmt.Errorf("%s: --ci: %w", path, err)
+		}
+		params = append(ci, params...)
+	}
+	if err := nb.InjectParams(params); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	j := &job{path: path, nb: nb, stored: stored}

@@ -51,6 +51,8 @@ func runTrain(args []string) error {
 	fs.IntVar(&c.MiniBatches, "minibatches", c.MiniBatches, "optimizer steps per PPO epoch")
 	fs.IntVar(&c.PPOEpochs, "epochs", c.PPOEpochs, "PPO epochs over each step's rollouts")
 	fs.IntVar(&c.WarmStart.Steps, "sft-steps", c.WarmStart.Steps, "warm-start fine-tuning steps (0: none)")
+	fs.IntVar(&c.WarmStart.Episodes, "sft-episodes", c.WarmStart.Episodes, "expert episodes the warm start learns from")
+	fs.Float64Var(&c.WarmStart.Imperfect, "sft-imperfect", c.WarmStart.Imperfect, "fraction of warm-start turns answered by an imperfect demonstration")
 	fs.StringVar(&c.RunDir, "run", "", "run directory for config, metrics.jsonl, events and checkpoints")
 	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", 0, "checkpoint every N steps (0: at the end only)")
 	resume := fs.String("resume", "", "resume from this checkpoint directory (runs/x/checkpoints/step-000020)")

@@ -47,6 +47,8 @@ type Backend interface {
 	Upload(dst Buffer, src []float32) error
 	// Download copies the start of src into dst, after every queued op.
 	Download(dst []float32, src Buffer) error
+	// Copy copies the first n floats of src into dst, on the backend.
+	Copy(dst, src Buffer, n int)
 	// Zero sets every value of b to 0.
 	Zero(b Buffer)
 
@@ -82,13 +84,16 @@ type Backend interface {
 	// AttentionBackward accumulates dq, dk, dv; datt is scratch of
 	// AttentionSize(lens, nH) floats.
 	AttentionBackward(dq, dk, dv, datt, dout, att, q, k, v Buffer, lens []int, nH, nKV, hd int)
-	// AppendKV writes row s of k and v (S rows of KV) into sequence s's
-	// cache slot lens[s]−1 (caches: [S, maxLen, KV]).
-	AppendKV(kc, vc, k, v Buffer, lens []int, KV, maxLen int)
-	// AttendCached is one decoding step of attention: the query row of each
-	// sequence s (q: [S, nH·hd]) against the first lens[s] keys and values of
-	// its cache; att is scratch of S·nH·maxLen floats.
-	AttendCached(out, att, q, kc, vc Buffer, lens []int, nH, nKV, hd, maxLen int)
+	// AppendKV writes row r of k and v (rows of KV) into the cache of slot
+	// slots[r] at position lens[r]−1 (caches: [slots, maxLen, KV]).
+	AppendKV(kc, vc, k, v Buffer, slots, lens []int, KV, maxLen int)
+	// AttendCached is attention against the KV cache, one query row at a
+	// time: row r of q ([rows, nH·hd]) against the first lens[r] keys and
+	// values of slot slots[r]. Decoding runs one row per sequence; a
+	// prefill runs a chunk's rows, row j of a sequence with past cached
+	// tokens at lens = past+j+1, which is causal attention over the chunk.
+	// att is scratch of rows·nH·maxLen floats.
+	AttendCached(out, att, q, kc, vc Buffer, slots, lens []int, nH, nKV, hd, maxLen int)
 	// SwiGLUForward is out = silu(gate)·up over n floats.
 	SwiGLUForward(out, gate, up Buffer, n int)
 	// SwiGLUBackward accumulates dgate and dup.

@@ -22,11 +22,17 @@ func (h Host) Len() int { return len(h) }
 // memory. It never fails once a buffer is allocated; it is safe for one
 // goroutine at a time.
 type CPU struct {
+	name     string           // registered name; "" is "cpu"
 	samplers []sample.Sampler // one per row of Sample, grown on demand
 }
 
+// The CPU is registered twice: as "cpu", and as "cpu-ref" for the
+// trainer, which trains "cpu" on model.Model's faster kernels and every
+// other backend through this interface — "cpu-ref" runs that device path
+// on the CPU, so it can be checked without a GPU.
 func init() {
 	Register("cpu", func() (Backend, error) { return &CPU{}, nil }, func() error { return nil })
+	Register("cpu-ref", func() (Backend, error) { return &CPU{name: "cpu-ref"}, nil }, func() error { return nil })
 }
 
 // h returns the slice behind a buffer of this backend.
@@ -37,7 +43,12 @@ func h(b Buffer) []float32 {
 	return b.(Host)
 }
 
-func (*CPU) Name() string { return "cpu" }
+func (c *CPU) Name() string {
+	if c.name == "" {
+		return "cpu"
+	}
+	return c.name
+}
 func (*CPU) Err() error   { return nil }
 func (*CPU) Close() error { return nil }
 
@@ -67,6 +78,8 @@ func (*CPU) Download(dst []float32, src Buffer) error {
 	copy(dst, h(src))
 	return nil
 }
+
+func (*CPU) Copy(dst, src Buffer, n int) { copy(h(dst)[:n], h(src)[:n]) }
 
 func (*CPU) Zero(b Buffer) { clear(h(b)) }
 
@@ -126,22 +139,22 @@ func (*CPU) AttentionBackward(dq, dk, dv, datt, dout, att, q, k, v Buffer, lens 
 	cpu.AttentionBackward(h(dq), h(dk), h(dv), h(datt), h(dout), h(att), h(q), h(k), h(v), lens, nH, nKV, hd)
 }
 
-func (*CPU) AppendKV(kc, vc, k, v Buffer, lens []int, KV, maxLen int) {
-	for s, L := range lens {
-		dst := (s*maxLen + L - 1) * KV
-		copy(h(kc)[dst:dst+KV], h(k)[s*KV:s*KV+KV])
-		copy(h(vc)[dst:dst+KV], h(v)[s*KV:s*KV+KV])
+func (*CPU) AppendKV(kc, vc, k, v Buffer, slots, lens []int, KV, maxLen int) {
+	for r, L := range lens {
+		dst := (slots[r]*maxLen + L - 1) * KV
+		copy(h(kc)[dst:dst+KV], h(k)[r*KV:r*KV+KV])
+		copy(h(vc)[dst:dst+KV], h(v)[r*KV:r*KV+KV])
 	}
 }
 
-func (*CPU) AttendCached(out, att, q, kc, vc Buffer, lens []int, nH, nKV, hd, maxLen int) {
+func (*CPU) AttendCached(out, att, q, kc, vc Buffer, slots, lens []int, nH, nKV, hd, maxLen int) {
 	C, KV := nH*hd, nKV*hd
 	parallel.For(len(lens)*nH, 1, func(_, lo, hi int) {
 		for task := lo; task < hi; task++ {
-			s, hh := task/nH, task%nH
-			L, g := lens[s], hh/(nH/nKV)
-			kv := s*maxLen*KV + g*hd
-			cpu.AttendHead(h(out)[s*C+hh*hd:], h(att)[task*maxLen:], h(q)[s*C+hh*hd:], h(kc)[kv:], h(vc)[kv:], 1, L-1, hd, C, KV, C)
+			r, hh := task/nH, task%nH
+			L, g := lens[r], hh/(nH/nKV)
+			kv := slots[r]*maxLen*KV + g*hd
+			cpu.AttendHead(h(out)[r*C+hh*hd:], h(att)[task*maxLen:], h(q)[r*C+hh*hd:], h(kc)[kv:], h(vc)[kv:], 1, L-1, hd, C, KV, C)
 		}
 	})
 }

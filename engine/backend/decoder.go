@@ -1,120 +1,382 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+
+	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/engine/sample"
 )
 
-// Decoder generates with the Transformer's parameters and a KV cache on
-// the backend: S slots (sequences) of up to maxLen tokens each. Each Step
-// feeds one token per slot and leaves the next-token logits on the backend
-// for Sample, so a decoding loop moves only token ids across.
+// Decoder is model.Decoder on a backend: it runs a Transformer
+// incrementally over sequences that grow across turns (prompt, generated
+// response, environment reply, ...), named by caller-chosen ids, with
+// their keys and values cached on the backend, so a prefix is never
+// recomputed. Its API is model.Decoder's — Append, Generate (same checks,
+// same sampling draws, same stop rule), Remove — so the rollout drives
+// either; on the "cpu" backend it generates the model's tokens.
+//
+// The cache is, per layer, S slots of cap positions ([S, cap, nKV·hd] for
+// keys and for values): a new sequence takes the lowest free slot, Remove
+// frees it. cap starts small and doubles, up to maxLen, when a sequence
+// outgrows it (the cached prefixes are copied on the backend), so a model
+// with a long max_position_embeddings does not reserve S·maxLen positions
+// for rollouts that never get there. Only token ids cross to the backend
+// and sampled ids come back; logits stay there.
+//
+// The Decoder reads the Transformer's parameters at every step: after an
+// update, the cached keys and values are those of the old weights, so make
+// a new Decoder per rollout (as for model.Decoder).
 type Decoder struct {
-	t         *Transformer
-	S, maxLen int
-	lens      []int    // tokens cached per slot
-	kc, vc    []Buffer // per layer: [S, maxLen, nKV·hd]
-	x, ln, rstd, q, k, v, att, attOut,
-	gate, up, h, logits Buffer
+	t              *Transformer
+	S, maxLen, cap int
+	seqs           map[int]*dseq
+	used           []bool   // slot s holds a sequence
+	kc, vc         []Buffer // per layer: [S, cap, nKV·hd]
+
+	// Scratch of one block of at most decodeRows rows, and of the B ≤ S
+	// sequences of one Append.
+	rows                  int // rows the block scratch holds
+	x, ln, rstd, tmp      Buffer
+	q, attOut, k, v, att  Buffer
+	gate, up, h           Buffer
+	last, lastLn, lastStd Buffer
+	logits                Buffer // [B, vocab_size]
+	rngs                  []*sample.RNG
 }
 
-// NewDecoder allocates the caches and step buffers for S slots of maxLen.
+// dseq is one sequence: its cache slot, the tokens cached there, and the
+// tokens known but not yet run (the last token Generate sampled).
+type dseq struct {
+	slot, n int
+	pending []int
+}
+
+// initialCap is the positions per slot a decoder starts with.
+const initialCap = 256
+
+// decodeRows bounds the rows (new tokens) one block of an Append runs, so
+// that a long prefill does not need attention scratch for every row at
+// once (AttendCached takes nH·cap floats per row). Rows of one sequence
+// run in order, and a row only reads cache entries written by earlier rows
+// or blocks, so splitting changes nothing in the results.
+const decodeRows = 512
+
+// NewDecoder returns an empty decoder with room for S sequences of up to
+// maxLen tokens (at most max_position_embeddings). The model needs an LM
+// head.
 func (t *Transformer) NewDecoder(S, maxLen int) (*Decoder, error) {
 	c := t.Config
+	if !c.LMHead {
+		return nil, errors.New("decoder: the model has no LM head (lm_head: false)")
+	}
 	if S < 1 || maxLen < 1 || maxLen > c.MaxPositions {
 		return nil, fmt.Errorf("decoder: need ≥ 1 slot and 1 ≤ max length ≤ %d (got %d slots of %d)", c.MaxPositions, S, maxLen)
 	}
-	d := &Decoder{t: t, S: S, maxLen: maxLen, lens: make([]int, S)}
-	nH, hd, I := c.NumHeads, c.HeadDim(), c.IntermediateSize
-	C, KV := nH*hd, c.NumKVHeads*hd
-	for range c.NumLayers {
-		for _, cache := range []*[]Buffer{&d.kc, &d.vc} {
-			b, err := t.b.Alloc(S * maxLen * KV)
-			if err != nil {
-				d.Free()
-				return nil, fmt.Errorf("decoder: kv cache: %w", err)
-			}
-			*cache = append(*cache, b)
-		}
+	d := &Decoder{t: t, S: S, maxLen: maxLen, seqs: map[int]*dseq{}, used: make([]bool, S)}
+	if err := d.reserve(min(initialCap, maxLen)); err != nil {
+		d.Free()
+		return nil, err
 	}
-	for _, n := range []struct {
-		buf *Buffer
-		n   int
-	}{{&d.x, S * c.HiddenSize}, {&d.ln, S * c.HiddenSize}, {&d.rstd, S}, {&d.q, S * C}, {&d.k, S * KV}, {&d.v, S * KV},
-		{&d.att, S * nH * maxLen}, {&d.attOut, S * C}, {&d.gate, S * I}, {&d.up, S * I}, {&d.h, S * I}, {&d.logits, S * c.VocabSize}} {
-		b, err := t.b.Alloc(n.n)
-		if err != nil {
-			d.Free()
-			return nil, fmt.Errorf("decoder: %w", err)
-		}
-		*n.buf = b
+	dm := c.HiddenSize
+	if err := growAll(t.b, []need{{&d.last, S * dm}, {&d.lastLn, S * dm}, {&d.lastStd, S}, {&d.logits, S * c.VocabSize}}); err != nil {
+		d.Free()
+		return nil, fmt.Errorf("decoder: %w", err)
 	}
 	return d, nil
 }
 
-// Reset empties every slot.
-func (d *Decoder) Reset() { clear(d.lens) }
+// reserve makes every slot hold n positions, copying the cached prefixes
+// into the new caches.
+func (d *Decoder) reserve(n int) error {
+	if n <= d.cap {
+		return nil
+	}
+	b, c := d.t.b, d.t.Config
+	KV := c.NumKVHeads * c.HeadDim()
+	fresh := make([]Buffer, 0, 2*c.NumLayers)
+	for range 2 * c.NumLayers {
+		x, err := b.Alloc(d.S * n * KV)
+		if err != nil {
+			for _, x := range fresh {
+				b.Free(x)
+			}
+			return fmt.Errorf("decoder: kv cache of %d slots × %d positions: %w", d.S, n, err)
+		}
+		fresh = append(fresh, x)
+	}
+	for l, old := range append(slices.Clone(d.kc), d.vc...) {
+		for _, s := range d.seqs {
+			if s.n > 0 {
+				b.Copy(b.Slice(fresh[l], s.slot*n*KV, s.n*KV), b.Slice(old, s.slot*d.cap*KV, s.n*KV), s.n*KV)
+			}
+		}
+		b.Free(old)
+	}
+	d.kc, d.vc, d.cap = fresh[:c.NumLayers], fresh[c.NumLayers:], n
+	d.rows = 0 // the attention scratch needs nH·cap floats per row
+	return b.Err()
+}
 
-// Len is the number of tokens cached in slot s.
-func (d *Decoder) Len(s int) int { return d.lens[s] }
+// MaxPositions is the most tokens a sequence can hold (maxLen).
+func (d *Decoder) MaxPositions() int { return d.maxLen }
 
-// Step appends tokens[s] to slot s for every slot and returns the logits
-// for the next token, [S, vocab_size] on the backend (valid until the next
-// Step). It is model.Forward for one position per sequence, attending to
-// the cache instead of recomputing the prefix.
-func (d *Decoder) Step(tokens []int) (Buffer, error) {
+// Len returns the number of tokens of sequence id (0 if unknown).
+func (d *Decoder) Len(id int) int {
+	s, ok := d.seqs[id]
+	if !ok {
+		return 0
+	}
+	return s.n + len(s.pending)
+}
+
+// IDs returns the ids of the sequences in the decoder, ascending.
+func (d *Decoder) IDs() []int {
+	ids := make([]int, 0, len(d.seqs))
+	for id := range d.seqs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Remove drops sequence id and frees its slot (no-op if unknown).
+func (d *Decoder) Remove(id int) {
+	if s, ok := d.seqs[id]; ok {
+		d.used[s.slot] = false
+		delete(d.seqs, id)
+	}
+}
+
+// Append adds chunks[i] to sequence ids[i] (creating the sequence if new)
+// and runs the new tokens — each sequence's pending tokens, then its chunk
+// — attending to the cached prefixes. It returns the logits of the next
+// token after each sequence's last token, row i for ids[i]
+// ([len(ids), vocab_size] on the backend, valid until the next call). A
+// rejected request (bad ids, tokens or lengths, no free slot) changes
+// nothing.
+func (d *Decoder) Append(ids []int, chunks [][]int) (Buffer, error) {
+	c := d.t.Config
+	if len(ids) == 0 {
+		return nil, errors.New("decoder: empty batch: no sequences")
+	}
+	if len(chunks) != len(ids) {
+		return nil, fmt.Errorf("decoder: %d ids but %d chunks", len(ids), len(chunks))
+	}
+	seen := make(map[int]bool, len(ids))
+	fresh := 0
+	for i, id := range ids {
+		if seen[id] {
+			return nil, fmt.Errorf("decoder: sequence %d appears twice in one step", id)
+		}
+		seen[id] = true
+		for j, t := range chunks[i] {
+			if t < 0 || t >= c.VocabSize {
+				return nil, fmt.Errorf("decoder: sequence %d: token %d: id %d out of range [0, %d)", id, j, t, c.VocabSize)
+			}
+		}
+		add := len(chunks[i])
+		if s, ok := d.seqs[id]; ok {
+			add += len(s.pending)
+		} else {
+			fresh++
+		}
+		if add == 0 {
+			return nil, fmt.Errorf("decoder: sequence %d: nothing to append (empty chunk)", id)
+		}
+		if n := d.Len(id) + len(chunks[i]); n > d.maxLen {
+			return nil, fmt.Errorf("decoder: sequence %d: length %d would exceed the decoder's %d positions", id, n, d.maxLen)
+		}
+	}
+	if free := d.S - len(d.seqs); fresh > free {
+		return nil, fmt.Errorf("decoder: %d new sequences but only %d of %d slots are free", fresh, free, d.S)
+	}
+
+	longest := 0
+	for i, id := range ids {
+		longest = max(longest, d.Len(id)+len(chunks[i]))
+	}
+	if longest > d.cap {
+		if err := d.reserve(min(max(2*d.cap, longest), d.maxLen)); err != nil {
+			return nil, err
+		}
+	}
+
+	// Lay the new tokens out as rows, sequence by sequence: row r is token
+	// tokens[r] at position pos[r] of slot slots[r].
+	B := len(ids)
+	seqs := make([]*dseq, B)
+	var tokens, slots, lens []int
+	ends := make([]int, B) // row after each sequence's last
+	for i, id := range ids {
+		s, ok := d.seqs[id]
+		if !ok {
+			s = &dseq{slot: slices.Index(d.used, false)}
+			d.used[s.slot] = true
+			d.seqs[id] = s
+		}
+		seqs[i] = s
+		for j, tok := range append(slices.Clone(s.pending), chunks[i]...) {
+			tokens, slots, lens = append(tokens, tok), append(slots, s.slot), append(lens, s.n+j+1)
+		}
+		ends[i] = len(tokens)
+	}
+	for lo, seq := 0, 0; lo < len(tokens); {
+		hi := min(lo+decodeRows, len(tokens))
+		if err := d.block(tokens[lo:hi], slots[lo:hi], lens[lo:hi]); err != nil {
+			return nil, err
+		}
+		// Keep the last row of every sequence that ends in this block.
+		var last []int
+		first := seq
+		for seq < B && ends[seq] <= hi {
+			last = append(last, ends[seq]-1-lo)
+			seq++
+		}
+		if len(last) > 0 {
+			dm := c.HiddenSize
+			// EmbeddingForward is a row gather: out[i] = x[last[i]].
+			d.t.b.EmbeddingForward(d.t.b.Slice(d.last, first*dm, len(last)*dm), last, d.x, len(last), dm)
+		}
+		lo = hi
+	}
+	for i, s := range seqs {
+		s.n += len(s.pending) + len(chunks[i])
+		s.pending = s.pending[:0]
+	}
+	b, t := d.t.b, d.t
+	dm, V := c.HiddenSize, c.VocabSize
+	b.RMSNormForward(d.lastLn, d.lastStd, d.last, t.p.norm, B, dm, float32(c.RMSNormEps))
+	MatmulForward(b, d.logits, d.lastLn, t.p.lmHead, nil, B, dm, V)
+	return d.logits, b.Err()
+}
+
+// block runs rows through every layer, writing their keys and values into
+// the cache (row r at position lens[r]−1 of slot slots[r]) and attending
+// to the first lens[r] cached positions; the block's last hidden states
+// are left in d.x. The ops are model.Forward's, row by row.
+func (d *Decoder) block(tokens, slots, lens []int) error {
 	t, b, c := d.t, d.t.b, d.t.Config
-	if len(tokens) != d.S {
-		return nil, fmt.Errorf("decoder: %d tokens for %d slots", len(tokens), d.S)
-	}
-	pos := make([]int, d.S)
-	for s, tok := range tokens {
-		if tok < 0 || tok >= c.VocabSize {
-			return nil, fmt.Errorf("decoder: slot %d: token id %d out of range [0, %d)", s, tok, c.VocabSize)
-		}
-		if d.lens[s] >= d.maxLen {
-			return nil, fmt.Errorf("decoder: slot %d is full (%d tokens)", s, d.maxLen)
-		}
-		pos[s] = d.lens[s]
-	}
-	for s := range d.lens {
-		d.lens[s]++
-	}
-	S, dm, V := d.S, c.HiddenSize, c.VocabSize
+	N, dm := len(tokens), c.HiddenSize
 	nH, nKV, hd := c.NumHeads, c.NumKVHeads, c.HeadDim()
 	C, KV, I := nH*hd, nKV*hd, c.IntermediateSize
 	eps := float32(c.RMSNormEps)
-
-	b.EmbeddingForward(d.x, tokens, t.p.embed, S, dm)
+	if N > d.rows {
+		if err := growAll(b, []need{{&d.x, N * dm}, {&d.ln, N * dm}, {&d.tmp, N * dm}, {&d.rstd, N},
+			{&d.q, N * C}, {&d.attOut, N * C}, {&d.k, N * KV}, {&d.v, N * KV}, {&d.att, N * nH * d.cap},
+			{&d.gate, N * I}, {&d.up, N * I}, {&d.h, N * I}}); err != nil {
+			return fmt.Errorf("decoder: %w", err)
+		}
+		d.rows = N
+	}
+	pos := make([]int, N)
+	for r, L := range lens {
+		pos[r] = L - 1
+	}
+	b.EmbeddingForward(d.x, tokens, t.p.embed, N, dm)
 	for l := range c.NumLayers {
 		w := &t.p.layers[l]
-		b.RMSNormForward(d.ln, d.rstd, d.x, w.inNorm, S, dm, eps)
-		MatmulForward(b, d.q, d.ln, w.q, w.qb, S, dm, C)
-		MatmulForward(b, d.k, d.ln, w.k, w.kb, S, dm, KV)
-		MatmulForward(b, d.v, d.ln, w.v, w.vb, S, dm, KV)
-		b.RopeForward(d.q, t.cos, t.sin, pos, S, nH, hd)
-		b.RopeForward(d.k, t.cos, t.sin, pos, S, nKV, hd)
-		b.AppendKV(d.kc[l], d.vc[l], d.k, d.v, d.lens, KV, d.maxLen)
-		b.AttendCached(d.attOut, d.att, d.q, d.kc[l], d.vc[l], d.lens, nH, nKV, hd, d.maxLen)
-		// x += o(attOut); x += down(silu(gate(ln))·up(ln)), as the model's
-		// residual stream (the sums commute with nothing else here).
-		b.Gemm(false, true, S, dm, C, 1, d.attOut, C, w.o, C, 1, d.x, dm)
-		b.RMSNormForward(d.ln, d.rstd, d.x, w.postNorm, S, dm, eps)
-		MatmulForward(b, d.gate, d.ln, w.gate, nil, S, dm, I)
-		MatmulForward(b, d.up, d.ln, w.up, nil, S, dm, I)
-		b.SwiGLUForward(d.h, d.gate, d.up, S*I)
-		b.Gemm(false, true, S, dm, I, 1, d.h, I, w.down, I, 1, d.x, dm)
+		b.RMSNormForward(d.ln, d.rstd, d.x, w.inNorm, N, dm, eps)
+		MatmulForward(b, d.q, d.ln, w.q, w.qb, N, dm, C)
+		MatmulForward(b, d.k, d.ln, w.k, w.kb, N, dm, KV)
+		MatmulForward(b, d.v, d.ln, w.v, w.vb, N, dm, KV)
+		b.RopeForward(d.q, t.cos, t.sin, pos, N, nH, hd)
+		b.RopeForward(d.k, t.cos, t.sin, pos, N, nKV, hd)
+		b.AppendKV(d.kc[l], d.vc[l], d.k, d.v, slots, lens, KV, d.cap)
+		b.AttendCached(d.attOut, d.att, d.q, d.kc[l], d.vc[l], slots, lens, nH, nKV, hd, d.cap)
+		// x = o(attOut) + x; x = down(silu(gate(ln))·up(ln)) + x, the
+		// model's residual sums in the model's order.
+		MatmulForward(b, d.tmp, d.attOut, w.o, nil, N, C, dm)
+		b.Add(d.x, d.tmp, d.x, N*dm)
+		b.RMSNormForward(d.ln, d.rstd, d.x, w.postNorm, N, dm, eps)
+		MatmulForward(b, d.gate, d.ln, w.gate, nil, N, dm, I)
+		MatmulForward(b, d.up, d.ln, w.up, nil, N, dm, I)
+		b.SwiGLUForward(d.h, d.gate, d.up, N*I)
+		MatmulForward(b, d.tmp, d.h, w.down, nil, N, I, dm)
+		b.Add(d.x, d.tmp, d.x, N*dm)
 	}
-	b.RMSNormForward(d.ln, d.rstd, d.x, t.p.norm, S, dm, eps)
-	MatmulForward(b, d.logits, d.ln, t.p.lmHead, nil, S, dm, V)
-	return d.logits, b.Err()
+	return b.Err()
+}
+
+// Generate is model.Decoder.Generate on the backend: it appends each
+// request's prompt, then samples tokens for all the requests' sequences in
+// batched steps (Backend.Sample, one draw per token from the request's
+// RNG) until each has produced a stop sequence, MaxNew tokens, or filled
+// its maxLen positions, and returns the generated tokens per request (stop
+// sequence included). The last token of each sequence stays pending, run
+// by the next Append or Generate on that sequence.
+func (d *Decoder) Generate(reqs []model.Request, o model.GenerateOptions) ([][]int, error) {
+	if err := o.Sample.Validate(); err != nil {
+		return nil, fmt.Errorf("generate: %w", err)
+	}
+	if o.MaxNew < 1 {
+		return nil, fmt.Errorf("generate: max_new_tokens: must be ≥ 1 (got %d)", o.MaxNew)
+	}
+	if len(reqs) == 0 {
+		return nil, errors.New("generate: empty batch: no requests")
+	}
+	ids, chunks := make([]int, len(reqs)), make([][]int, len(reqs))
+	for i, r := range reqs {
+		if r.RNG == nil && o.Sample.Temperature > 0 {
+			return nil, fmt.Errorf("generate: sequence %d: sampling at temperature %g needs an RNG", r.ID, o.Sample.Temperature)
+		}
+		if n := d.Len(r.ID) + len(r.Prompt); n >= d.maxLen {
+			return nil, fmt.Errorf("generate: sequence %d: length %d leaves no room to generate within the decoder's %d positions", r.ID, n, d.maxLen)
+		}
+		ids[i], chunks[i] = r.ID, r.Prompt
+	}
+	logits, err := d.Append(ids, chunks)
+	if err != nil {
+		return nil, fmt.Errorf("generate: %w", err)
+	}
+	V := d.t.Config.VocabSize
+	out := make([][]int, len(reqs))
+	live := make([]int, len(reqs)) // request index of each row of logits
+	for i := range live {
+		live[i] = i
+	}
+	for len(live) > 0 {
+		d.rngs = d.rngs[:0]
+		for _, i := range live {
+			d.rngs = append(d.rngs, reqs[i].RNG)
+		}
+		toks, err := d.t.b.Sample(logits, len(live), V, o.Sample, d.rngs)
+		if err != nil {
+			return nil, fmt.Errorf("generate: %w", err)
+		}
+		next := live[:0]
+		ids, chunks = ids[:0], chunks[:0]
+		for row, i := range live {
+			tok := toks[row]
+			out[i] = append(out[i], tok)
+			s := d.seqs[reqs[i].ID]
+			if o.Stop.Match(out[i]) || len(out[i]) >= o.MaxNew || s.n+1 >= d.maxLen {
+				s.pending = append(s.pending, tok)
+				continue
+			}
+			next = append(next, i)
+			ids, chunks = append(ids, reqs[i].ID), append(chunks, []int{tok})
+		}
+		live = next
+		if len(live) == 0 {
+			break
+		}
+		if logits, err = d.Append(ids, chunks); err != nil {
+			return nil, fmt.Errorf("generate: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // Free releases the caches and buffers.
 func (d *Decoder) Free() {
-	for _, x := range append(append([]Buffer{d.x, d.ln, d.rstd, d.q, d.k, d.v, d.att, d.attOut, d.gate, d.up, d.h, d.logits}, d.kc...), d.vc...) {
+	bufs := append([]Buffer{d.x, d.ln, d.rstd, d.tmp, d.q, d.attOut, d.k, d.v, d.att, d.gate, d.up, d.h,
+		d.last, d.lastLn, d.lastStd, d.logits}, d.kc...)
+	for _, x := range append(bufs, d.vc...) {
 		if x != nil {
 			d.t.b.Free(x)
 		}
 	}
-	d.kc, d.vc = nil, nil
+	*d = Decoder{}
 }

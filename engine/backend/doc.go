@@ -13,22 +13,29 @@
 // targets stay host []int, since the host is where they come from.
 //
 // On top of the interface, Transformer runs model.Model's forward and
-// backward pass with parameters, gradients and activations in backend
-// buffers (laid out by model.Layout), AdamW keeps its moments there too,
-// and Decoder generates with a KV cache on the backend: the host sends
-// tokens and gets per-token log-probabilities, entropies, sampled tokens
-// and norms back, never weights or activations.
+// backward pass (LM head, value head, or both; model.Model's API) with
+// parameters, gradients and activations in backend buffers (laid out by
+// model.Layout), AdamW keeps its moments there too, and Decoder is
+// model.Decoder's multi-turn generation (Append, Generate, Remove) with the
+// KV caches on the backend: the host sends tokens and gets per-token
+// log-probabilities, entropies, values, sampled tokens and norms back,
+// never weights or activations.
 //
 // # Selecting a backend
 //
 // Implementations register from init: CPU (this package, the reference:
-// the kernels of engine/backend/cpu on host slices) as "cpu", and package
+// the kernels of engine/backend/cpu on host slices) as "cpu" and again as
+// "cpu-ref" (see below), and package
 // engine/backend/cuda as "cuda" when the binary is built with -tags cuda
 // and imports it (cmd/ragen does). Check(name) says whether a backend can
 // run here, with the reason when not: "cuda" in a build without the tag
 // says how to rebuild, and with the tag but no device says that none was
 // found. Open(name) returns an instance. The trainer's config field
-// `backend` (flag -backend) goes through Check.
+// `backend` (flag -backend) goes through Check. The trainer runs "cpu" on
+// model.Model, whose fused kernels and packed-weight decoder are faster on
+// the CPU than this package's reference, and every other backend through
+// Transformer, AdamW and Decoder; "cpu-ref" selects that device path on
+// the CPU reference, so it is tested without a GPU.
 //
 // # Errors
 //
@@ -71,11 +78,14 @@
 // headers and link stubs of Debian's nvidia-cuda-dev (scripts/cuda-check),
 // compiles kernels.cu with the real NVRTC, and runs the CUDA tests against
 // the stub driver, where the parity tests skip saying that no device was
-// found. The CPU implementation, Transformer, AdamW and Decoder are tested
-// here against model.Model and optim.AdamW. The CUDA kernels themselves
-// have not yet run on a device: scripts/gpu-check runs the parity tests
-// (every op, sampling, bf16 rounding, a whole training step of the tiny
-// and small presets; relative error ≤ 1e-3) and the benchmarks on a GPU.
-// The trainer still calls model.Model directly, so it refuses "cuda" for
-// now rather than silently training on the CPU.
+// found. The CPU implementation, Transformer (both heads), AdamW and
+// Decoder are tested here against model.Model, model.Decoder and
+// optim.AdamW, and the trainer's device path ("cpu-ref") against its host
+// path: a short training run gives bit-identical metrics and weights. The
+// trainer and rollouts run on any backend, "cuda" included. The CUDA
+// kernels themselves have not yet run on a device: scripts/gpu-check runs
+// the parity tests (every op, sampling, bf16 rounding, a whole training
+// step of the tiny and small presets, the critic, multi-turn decoding;
+// relative error ≤ 1e-3), the benchmarks, and a short training run with
+// -backend cpu and -backend cuda, timed, on a GPU.
 package backend

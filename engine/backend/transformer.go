@@ -8,12 +8,15 @@ import (
 	"github.com/ragen-go/ragen/engine/model"
 )
 
-// Transformer is model.Model's forward and backward pass (LM head) on a
-// Backend: parameters, gradients and activations live in backend buffers,
-// laid out by model.Layout; the host sends tokens and gets per-token
-// log-probabilities and entropies back. The sequence of ops is exactly
-// model.Forward's and model.Backward's, so on the "cpu" backend the results
-// equal the model's, and on "cuda" they are the parity target.
+// Transformer is model.Model's forward and backward pass on a Backend:
+// parameters, gradients and activations live in backend buffers, laid out
+// by model.Layout; the host sends tokens and gets per-token
+// log-probabilities, entropies and values back. Its API is model.Model's
+// (Forward with a model.Want, Backward with a model.Grad, results aligned
+// like model.Output), and its sequence of ops is exactly model.Forward's
+// and model.Backward's, so on the "cpu" backend the results equal the
+// model's, and on "cuda" they are the parity target. Both heads are
+// supported: an LM head (a policy) and a value head (a critic).
 type Transformer struct {
 	Config        model.Config
 	Layout        *model.Layout
@@ -32,6 +35,7 @@ type tlayer struct {
 
 type tweights struct {
 	embed, norm, lmHead Buffer
+	valueW, valueB      Buffer // nil without a value head
 	layers              []tlayer
 }
 
@@ -43,25 +47,25 @@ type tacts struct {
 // tspace holds the last batch and every activation and scratch buffer,
 // grown to the largest batch seen.
 type tspace struct {
-	T                                  int
-	tokens, lens, pos, targets         []int
-	layers                             []tacts
-	final, lnf, rstdf                  Buffer
-	logits, lse, lp, ent               Buffer
-	dres, dln, dq, dattOut, dk, dv     Buffer
-	datt, dgate, dup, dh, dlp, dent    Buffer
-	fresh                              bool
-	lpHost, entHost, dlpHost, dentHost []float32
+	T                              int
+	tokens, lens, pos, targets     []int
+	layers                         []tacts
+	final, lnf, rstdf              Buffer
+	logits, lse, lp, ent, val      Buffer
+	dres, dln, dq, dattOut, dk, dv Buffer
+	datt, dgate, dup, dh           Buffer
+	dlp, dent, dval                Buffer
+	lm, value, fresh               bool // heads of the last Forward; Backward not yet run
+	out                            model.Output
+	rows, lpHost, entHost, valHost []float32 // downloads and Forward's results
+	dlpHost, dentHost, dvHost      []float32 // Backward's uploads
 }
 
 // NewTransformer uploads params (model.NewLayout(c).Size floats, e.g. a
-// model.Model's Params.Data) to b. Only the LM head is supported.
+// model.Model's Params.Data) to b.
 func NewTransformer(b Backend, c model.Config, params []float32) (*Transformer, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid model config: %w", err)
-	}
-	if !c.LMHead || c.ValueHead {
-		return nil, errors.New("transformer: only models with an LM head and no value head run on a backend yet")
 	}
 	l := model.NewLayout(c)
 	if len(params) != l.Size {
@@ -73,19 +77,22 @@ func NewTransformer(b Backend, c model.Config, params []float32) (*Transformer, 
 		return nil, err
 	}
 	if t.Grads, err = b.Alloc(l.Size); err != nil {
+		t.Free()
 		return nil, err
 	}
 	if err = b.Upload(t.Params, params); err != nil {
+		t.Free()
 		return nil, err
 	}
 	t.p, t.g = t.carve(t.Params), t.carve(t.Grads)
 	half := c.HeadDim() / 2
 	cos, sin := make([]float32, c.MaxPositions*half), make([]float32, c.MaxPositions*half)
 	cpu.RopeTables(cos, sin, c.MaxPositions, c.HeadDim(), c.RopeTheta)
-	if t.cos, err = t.upload(cos); err != nil {
-		return nil, err
+	if t.cos, err = t.upload(cos); err == nil {
+		t.sin, err = t.upload(sin)
 	}
-	if t.sin, err = t.upload(sin); err != nil {
+	if err != nil {
+		t.Free()
 		return nil, err
 	}
 	return t, nil
@@ -107,9 +114,13 @@ func (t *Transformer) carve(buf Buffer) tweights {
 		}
 		return t.b.Slice(buf, v.Offset, v.Size)
 	}
-	w := tweights{embed: s("model.embed_tokens.weight"), norm: s("model.norm.weight"), lmHead: s("lm_head.weight")}
-	if t.Config.TieWordEmbeddings {
-		w.lmHead = w.embed
+	w := tweights{embed: s("model.embed_tokens.weight"), norm: s("model.norm.weight"),
+		valueW: s("value_head.weight"), valueB: s("value_head.bias")}
+	if t.Config.LMHead {
+		w.lmHead = s("lm_head.weight")
+		if t.Config.TieWordEmbeddings {
+			w.lmHead = w.embed
+		}
 	}
 	for i := 0; i < t.Config.NumLayers; i++ {
 		p := fmt.Sprintf("model.layers.%d.", i)
@@ -126,21 +137,48 @@ func (t *Transformer) carve(buf Buffer) tweights {
 }
 
 // grow makes *buf hold at least n floats (contents unspecified).
-func (t *Transformer) grow(buf *Buffer, n int) error {
+func grow(b Backend, buf *Buffer, n int) error {
 	if *buf != nil && (*buf).Len() >= n {
 		return nil
 	}
 	if *buf != nil {
-		t.b.Free(*buf)
+		b.Free(*buf)
 	}
 	var err error
-	*buf, err = t.b.Alloc(n)
+	*buf, err = b.Alloc(n)
 	return err
 }
 
-// prepare copies the batch, derives positions and targets, sizes buffers.
-func (t *Transformer) prepare(tokens, lens []int) error {
+// need is a buffer and the floats it must hold.
+type need struct {
+	buf *Buffer
+	n   int
+}
+
+// growAll grows every buffer of needs.
+func growAll(b Backend, needs []need) error {
+	for _, n := range needs {
+		if err := grow(b, n.buf, n.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepare checks the batch and the heads asked for (with model.Forward's
+// messages), copies the batch, derives positions and targets, and sizes
+// the buffers of the heads asked for.
+func (t *Transformer) prepare(tokens, lens []int, want model.Want) error {
 	c, ws := t.Config, &t.ws
+	if want.LM && !c.LMHead {
+		return errors.New("forward: log-probs asked for but the model has no LM head (lm_head: false)")
+	}
+	if want.Value && !c.ValueHead {
+		return errors.New("forward: values asked for but the model has no value head (value_head: false)")
+	}
+	if !want.LM && !want.Value {
+		return errors.New("forward: nothing asked for (set Want.LM or Want.Value)")
+	}
 	if len(lens) == 0 {
 		return errors.New("forward: empty batch: no sequences")
 	}
@@ -180,10 +218,6 @@ func (t *Transformer) prepare(tokens, lens []int) error {
 	if len(ws.layers) != c.NumLayers {
 		ws.layers = make([]tacts, c.NumLayers)
 	}
-	type need struct {
-		buf *Buffer
-		n   int
-	}
 	var needs []need
 	for l := range ws.layers {
 		a := &ws.layers[l]
@@ -193,26 +227,34 @@ func (t *Transformer) prepare(tokens, lens []int) error {
 			need{&a.gate, T * I}, need{&a.up, T * I}, need{&a.h, T * I})
 	}
 	needs = append(needs, need{&ws.final, T * d}, need{&ws.lnf, T * d}, need{&ws.rstdf, T},
-		need{&ws.logits, T * V}, need{&ws.lse, T}, need{&ws.lp, T}, need{&ws.ent, T},
 		need{&ws.dres, T * d}, need{&ws.dln, T * d}, need{&ws.dq, T * C}, need{&ws.dattOut, T * C},
 		need{&ws.dk, T * KV}, need{&ws.dv, T * KV}, need{&ws.datt, att},
-		need{&ws.dgate, T * I}, need{&ws.dup, T * I}, need{&ws.dh, T * I}, need{&ws.dlp, T}, need{&ws.dent, T})
-	for _, n := range needs {
-		if err := t.grow(n.buf, n.n); err != nil {
-			return fmt.Errorf("forward: %w", err)
-		}
+		need{&ws.dgate, T * I}, need{&ws.dup, T * I}, need{&ws.dh, T * I})
+	if want.LM {
+		needs = append(needs, need{&ws.logits, T * V}, need{&ws.lse, T}, need{&ws.lp, T}, need{&ws.ent, T},
+			need{&ws.dlp, T}, need{&ws.dent, T})
+	}
+	if want.Value {
+		needs = append(needs, need{&ws.val, T}, need{&ws.dval, T})
+	}
+	if err := growAll(t.b, needs); err != nil {
+		return fmt.Errorf("forward: %w", err)
 	}
 	return nil
 }
 
-// Forward runs the model over a packed batch (as model.Forward with
-// Want{LM: true}) and returns per-token log-probabilities and entropies,
-// aligned like model.Output: entry i predicts token i from position i−1,
-// 0 at a sequence's first token. The slices are reused by the next call.
-func (t *Transformer) Forward(tokens, lens []int) (logProb, entropy []float32, err error) {
+// Forward runs the model over a packed batch, as model.Forward: tokens
+// holds the sequences one after another, lens their lengths, and the
+// heads of want are evaluated (Want.Logits also downloads every
+// position's logits). The results are aligned like model.Output and
+// reused by the next call.
+func (t *Transformer) Forward(tokens, lens []int, want model.Want) (*model.Output, error) {
 	t.ws.fresh = false
-	if err := t.prepare(tokens, lens); err != nil {
-		return nil, nil, err
+	if want.Logits {
+		want.LM = true
+	}
+	if err := t.prepare(tokens, lens, want); err != nil {
+		return nil, err
 	}
 	b, c, ws := t.b, t.Config, &t.ws
 	T, d, V := ws.T, c.HiddenSize, c.VocabSize
@@ -244,23 +286,43 @@ func (t *Transformer) Forward(tokens, lens []int) (logProb, entropy []float32, e
 		b.Add(next, next, a.resid2, T*d)
 	}
 	b.RMSNormForward(ws.lnf, ws.rstdf, ws.final, t.p.norm, T, d, eps)
-	MatmulForward(b, ws.logits, ws.lnf, t.p.lmHead, nil, T, d, V)
-	b.LogSoftmaxForward(ws.lse, ws.lp, ws.ent, ws.logits, ws.targets, T, V)
 
-	rows := make([]float32, 2*T)
-	if err := b.Download(rows[:T], ws.lp); err != nil {
-		return nil, nil, fmt.Errorf("forward: %w", err)
+	ws.out = model.Output{}
+	ws.rows = append(ws.rows[:0], make([]float32, T)...)
+	if want.LM {
+		MatmulForward(b, ws.logits, ws.lnf, t.p.lmHead, nil, T, d, V)
+		b.LogSoftmaxForward(ws.lse, ws.lp, ws.ent, ws.logits, ws.targets, T, V)
+		if err := b.Download(ws.rows, ws.lp); err != nil {
+			return nil, fmt.Errorf("forward: %w", err)
+		}
+		ws.lpHost = align(ws.lpHost, ws.rows, ws.lens)
+		ws.out.LogProb = ws.lpHost
+		if err := b.Download(ws.rows, ws.ent); err != nil {
+			return nil, fmt.Errorf("forward: %w", err)
+		}
+		ws.entHost = align(ws.entHost, ws.rows, ws.lens)
+		ws.out.Entropy = ws.entHost
+		if want.Logits {
+			ws.out.Logits = make([]float32, T*V)
+			if err := b.Download(ws.out.Logits, ws.logits); err != nil {
+				return nil, fmt.Errorf("forward: %w", err)
+			}
+		}
 	}
-	if err := b.Download(rows[T:], ws.ent); err != nil {
-		return nil, nil, fmt.Errorf("forward: %w", err)
+	if want.Value {
+		MatmulForward(b, ws.val, ws.lnf, t.p.valueW, t.p.valueB, T, d, 1)
+		if err := b.Download(ws.rows, ws.val); err != nil {
+			return nil, fmt.Errorf("forward: %w", err)
+		}
+		ws.valHost = align(ws.valHost, ws.rows, ws.lens)
+		ws.out.Value = ws.valHost
 	}
-	ws.lpHost = align(ws.lpHost, rows[:T], ws.lens)
-	ws.entHost = align(ws.entHost, rows[T:], ws.lens)
-	ws.fresh = true
-	return ws.lpHost, ws.entHost, nil
+	ws.lm, ws.value, ws.fresh = want.LM, want.Value, true
+	return &ws.out, nil
 }
 
-// align maps per-row results to per-token ones (model's alignRows).
+// align maps per-row results to per-token ones (model's alignRows): entry
+// i of a sequence is row i−1, entry 0 is 0.
 func align(dst, row []float32, lens []int) []float32 {
 	dst = append(dst[:0], make([]float32, len(row))...)
 	o := 0
@@ -289,34 +351,56 @@ func unalign(row, g []float32, lens []int, T int) []float32 {
 // ZeroGrad clears Grads (Backward accumulates).
 func (t *Transformer) ZeroGrad() { t.b.Zero(t.Grads) }
 
-// Backward propagates ∂loss/∂LogProb and ∂loss/∂Entropy (aligned like
-// Forward's results; nil means zeros) and accumulates into Grads, in
-// model.Backward's order.
-func (t *Transformer) Backward(dLogProb, dEntropy []float32) error {
+// Backward propagates g (∂loss/∂ of Forward's outputs, aligned like them;
+// nil slices are zeros) through the last Forward and accumulates into
+// Grads, in model.Backward's order and with its checks.
+func (t *Transformer) Backward(g model.Grad) error {
 	b, c, ws := t.b, t.Config, &t.ws
 	if !ws.fresh {
 		return errors.New("backward: needs a Forward first (each Forward supports one Backward)")
 	}
 	T := ws.T
-	if (dLogProb != nil && len(dLogProb) != T) || (dEntropy != nil && len(dEntropy) != T) {
-		return fmt.Errorf("backward: gradients have %d and %d entries, the batch has %d tokens", len(dLogProb), len(dEntropy), T)
+	for _, f := range []struct {
+		name string
+		s    []float32
+	}{{"LogProb", g.LogProb}, {"Entropy", g.Entropy}, {"Value", g.Value}} {
+		if f.s != nil && len(f.s) != T {
+			return fmt.Errorf("backward: Grad.%s has %d entries, the batch has %d tokens", f.name, len(f.s), T)
+		}
+	}
+	useLM := g.LogProb != nil || g.Entropy != nil
+	if useLM && !ws.lm {
+		return errors.New("backward: log-prob or entropy gradients given but Forward did not evaluate the LM head (Want.LM)")
+	}
+	if g.Value != nil && !ws.value {
+		return errors.New("backward: value gradients given but Forward did not evaluate the value head (Want.Value)")
 	}
 	ws.fresh = false
 	d, V := c.HiddenSize, c.VocabSize
 	nH, nKV, hd := c.NumHeads, c.NumKVHeads, c.HeadDim()
 	C, KV, I := nH*hd, nKV*hd, c.IntermediateSize
 
-	ws.dlpHost = unalign(ws.dlpHost, dLogProb, ws.lens, T)
-	ws.dentHost = unalign(ws.dentHost, dEntropy, ws.lens, T)
-	if err := b.Upload(ws.dlp, ws.dlpHost); err != nil {
-		return fmt.Errorf("backward: %w", err)
-	}
-	if err := b.Upload(ws.dent, ws.dentHost); err != nil {
-		return fmt.Errorf("backward: %w", err)
-	}
+	// Heads: ∂loss/∂lnf from the LM head and the value head.
 	b.Zero(ws.dln)
-	b.LogSoftmaxBackward(ws.logits, ws.logits, ws.lse, ws.ent, ws.targets, ws.dlp, ws.dent, T, V)
-	MatmulBackward(b, ws.dln, t.g.lmHead, nil, ws.logits, ws.lnf, t.p.lmHead, T, d, V)
+	if useLM {
+		ws.dlpHost = unalign(ws.dlpHost, g.LogProb, ws.lens, T)
+		ws.dentHost = unalign(ws.dentHost, g.Entropy, ws.lens, T)
+		if err := b.Upload(ws.dlp, ws.dlpHost); err != nil {
+			return fmt.Errorf("backward: %w", err)
+		}
+		if err := b.Upload(ws.dent, ws.dentHost); err != nil {
+			return fmt.Errorf("backward: %w", err)
+		}
+		b.LogSoftmaxBackward(ws.logits, ws.logits, ws.lse, ws.ent, ws.targets, ws.dlp, ws.dent, T, V)
+		MatmulBackward(b, ws.dln, t.g.lmHead, nil, ws.logits, ws.lnf, t.p.lmHead, T, d, V)
+	}
+	if g.Value != nil {
+		ws.dvHost = unalign(ws.dvHost, g.Value, ws.lens, T)
+		if err := b.Upload(ws.dval, ws.dvHost); err != nil {
+			return fmt.Errorf("backward: %w", err)
+		}
+		MatmulBackward(b, ws.dln, t.g.valueW, t.g.valueB, ws.dval, ws.lnf, t.p.valueW, T, d, 1)
+	}
 	b.Zero(ws.dres)
 	b.RMSNormBackward(ws.dres, t.g.norm, ws.dln, ws.final, t.p.norm, ws.rstdf, T, d)
 	for l := len(ws.layers) - 1; l >= 0; l-- {
@@ -351,8 +435,8 @@ func (t *Transformer) Backward(dLogProb, dEntropy []float32) error {
 // Free releases every buffer.
 func (t *Transformer) Free() {
 	ws := &t.ws
-	bufs := []Buffer{t.Params, t.Grads, t.cos, t.sin, ws.final, ws.lnf, ws.rstdf, ws.logits, ws.lse, ws.lp, ws.ent,
-		ws.dres, ws.dln, ws.dq, ws.dattOut, ws.dk, ws.dv, ws.datt, ws.dgate, ws.dup, ws.dh, ws.dlp, ws.dent}
+	bufs := []Buffer{t.Params, t.Grads, t.cos, t.sin, ws.final, ws.lnf, ws.rstdf, ws.logits, ws.lse, ws.lp, ws.ent, ws.val,
+		ws.dres, ws.dln, ws.dq, ws.dattOut, ws.dk, ws.dv, ws.datt, ws.dgate, ws.dup, ws.dh, ws.dlp, ws.dent, ws.dval}
 	for _, a := range ws.layers {
 		bufs = append(bufs, a.resid, a.ln1, a.rstd1, a.q, a.k, a.v, a.att, a.attOut, a.resid2, a.ln2, a.rstd2, a.gate, a.up, a.h)
 	}

@@ -21,6 +21,8 @@ type History struct {
 	Name   string  `json:"name,omitempty"` // label in plots and tables
 	Steps  []Step  `json:"steps"`
 	Events []Event `json:"events,omitempty"`
+	// Samples are episodes kept for reading (see Sample).
+	Samples []Sample `json:"samples,omitempty"`
 }
 
 // Series returns the steps at which the metric was recorded and its values

@@ -29,6 +29,12 @@ const (
 	ClosedRate     = "response/closed_rate"        // turns that ended with </answer>, not the token limit
 	ThinkTokens    = "response/think_tokens_mean"  // tokens inside <think> per turn
 	AnswerTokens   = "response/answer_tokens_mean" // tokens inside <answer> per turn
+	// DistinctRate is the share of distinct texts among the step's
+	// first-turn responses: near 1 when every rollout writes its own
+	// answer, falling toward 1/groups when each group's members write the
+	// same one, and below when one template answers every state (the
+	// echo trap's "one response for all prompts").
+	DistinctRate = "response/distinct_rate"
 
 	// actor: the policy update
 	Entropy       = "actor/entropy"   // mean token entropy of the rollout policy

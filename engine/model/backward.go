@@ -136,36 +136,13 @@ func (m *Model) CrossEntropy(tokens, lens []int, mask []bool) (float32, error) {
 	if err != nil {
 		return 0, err
 	}
-	// counted reports whether token i is in the loss: masked in, and not
-	// the first of its sequence (LogProb is 0 there, see alignRows).
-	first := make(map[int]bool, len(lens))
-	o := 0
-	for _, L := range lens {
-		first[o] = true
-		o += L
-	}
-	counted := func(i int) bool { return !first[i] && (mask == nil || mask[i]) }
-	n := 0
-	for i := range tokens {
-		if counted(i) {
-			n++
-		}
-	}
-	if n == 0 {
-		return 0, errors.New("cross-entropy: no token to predict (mask empty or all sequences of length 1)")
-	}
-	dlp := grow(m.ws.ceGrad, len(tokens))
-	m.ws.ceGrad = dlp
-	var loss float64
-	for i := range tokens {
-		dlp[i] = 0
-		if counted(i) {
-			loss -= float64(out.LogProb[i])
-			dlp[i] = -1 / float32(n)
-		}
-	}
-	if err := m.Backward(Grad{LogProb: dlp}); err != nil {
+	m.ws.ceGrad = grow(m.ws.ceGrad, len(tokens))
+	loss, err := CrossEntropyGrad(m.ws.ceGrad, out.LogProb, lens, mask)
+	if err != nil {
 		return 0, err
 	}
-	return float32(loss / float64(n)), nil
+	if err := m.Backward(Grad{LogProb: m.ws.ceGrad}); err != nil {
+		return 0, err
+	}
+	return loss, nil
 }

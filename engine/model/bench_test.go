@@ -70,12 +70,15 @@ func adamw(p, g, m, v []float32, t int) {
 	}
 }
 
-// BenchmarkDecodeSmall times batched generation with the KV cache at the
-// Small preset: 16 sequences, a 128-token prompt each (prefill included in
-// the time), 128 new tokens sampled at temperature 1. tok/s counts generated
-// tokens.
-func BenchmarkDecodeSmall(b *testing.B) {
-	c := Small()
+// BenchmarkDecodeSmall and BenchmarkDecodeBase time batched generation
+// with the KV cache as `ragen bench` does: 16 sequences, a 128-token prompt
+// each (the decoder's creation and the prefill included in the time), 128
+// new tokens sampled at temperature 1. tok/s counts generated tokens.
+func BenchmarkDecodeSmall(b *testing.B) { benchDecode(b, Small()) }
+
+func BenchmarkDecodeBase(b *testing.B) { benchDecode(b, Base()) }
+
+func benchDecode(b *testing.B, c Config) {
 	c.VocabSize = 512
 	m, err := New(c, 1)
 	if err != nil {

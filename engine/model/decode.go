@@ -34,29 +34,34 @@ type Decoder struct {
 	lmHead *gemm.PackedB
 
 	// Scratch for one Append, grown to the largest step and reused.
-	pos                   []int
 	x, ln, rstd, tmp      []float32 // [N, d], rstd [N]
-	q, attOut             []float32 // [N, C]
-	k, v                  []float32 // [N, KV]
+	qkv                   []float32 // [N, C+2·KV]: q | k | v of each row
+	attOut                []float32 // [N, C]
 	att                   []float32 // per (sequence, head) n×(past+n)
-	gate, up, h           []float32 // [N, I]
+	gateUp                []float32 // [N, 2·I]: gate | up of each row
+	h                     []float32 // [N, I]
 	last, lastLn, lastStd []float32 // [B, d], [B]
 	logits                []float32 // [B, V]
 }
 
 // packedLayer is one block's weight matrices packed for the matrix kernel
-// (biases and norms are used from the Model).
+// (norms are used from the Model). The q, k and v projections are packed as
+// one matrix of C+2·KV outputs, and gate and up as one of 2·I, so each
+// input row is multiplied once per block of products (one pass, one
+// parallel split) instead of three and two times; every output is summed
+// exactly as in its own product, since the kernel sums each column alone.
 type packedLayer struct {
-	q, k, v, o, gate, up, down *gemm.PackedB
+	qkv, o, gateUp, down *gemm.PackedB
+	qkvBias              []float32 // [C+2·KV]; nil without attention_bias
 }
 
 // cacheSeq is one sequence's cache: per layer, the keys (after RoPE) and
 // values of its first n tokens, head by head. Key/value head g's keys are a
-// block of cap rows of hd floats at k[g·cap·hd:], so a decoding step streams
-// one contiguous block per head (rows of all heads interleaved made it 4×
-// slower once the caches outgrew the L2). Values are stored transposed —
-// channel c of position j at v[c·cap+j], c over all KV channels — so that
-// a decoding step's p·v is a product of stored rows (cpu.AttendLast).
+// block of cap rows of hd floats at k[g·cap·hd:], its values the same at
+// v[g·cap·hd:], so a decoding step streams two contiguous blocks per head
+// (rows of all heads interleaved made it 4× slower once the caches outgrew
+// the L2, and values stored transposed, a short row per channel, made the
+// attention 25% slower).
 type cacheSeq struct {
 	k, v    [][]float32 // [layer][cap·KV]
 	cap     int         // positions the caches hold
@@ -74,10 +79,15 @@ func (m *Model) NewDecoder() (*Decoder, error) {
 	dm, C, KV, I := c.HiddenSize, c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim(), c.IntermediateSize
 	d := &Decoder{m: m, seqs: map[int]*cacheSeq{}, layers: make([]packedLayer, len(m.p.layers))}
 	for l, w := range m.p.layers {
+		// Torch layout [out, in]: stacking the rows stacks the outputs.
+		qkv := slices.Concat(w.q, w.k, w.v)
+		gateUp := slices.Concat(w.gate, w.up)
 		d.layers[l] = packedLayer{
-			q: cpu.PackWeight(w.q, dm, C), k: cpu.PackWeight(w.k, dm, KV), v: cpu.PackWeight(w.v, dm, KV),
-			o: cpu.PackWeight(w.o, C, dm), gate: cpu.PackWeight(w.gate, dm, I),
-			up: cpu.PackWeight(w.up, dm, I), down: cpu.PackWeight(w.down, I, dm),
+			qkv: cpu.PackWeight(qkv, dm, C+2*KV), o: cpu.PackWeight(w.o, C, dm),
+			gateUp: cpu.PackWeight(gateUp, dm, 2*I), down: cpu.PackWeight(w.down, I, dm),
+		}
+		if w.qb != nil {
+			d.layers[l].qkvBias = slices.Concat(w.qb, w.kb, w.vb)
 		}
 	}
 	d.lmHead = cpu.PackWeight(m.p.lmHead, dm, c.VocabSize)
@@ -113,6 +123,13 @@ func (d *Decoder) Remove(id int) { delete(d.seqs, id) }
 // row i for ids[i] ([len(ids), vocab_size], valid until the next call).
 // On error nothing changes.
 func (d *Decoder) Append(ids []int, chunks [][]int) ([]float32, error) {
+	return d.append(ids, chunks, 0)
+}
+
+// append is Append with room reserved in each sequence's caches for ahead
+// more tokens (Generate's max_new_tokens), so that the caches are not
+// regrown, and copied, as generation proceeds.
+func (d *Decoder) append(ids []int, chunks [][]int, ahead int) ([]float32, error) {
 	c := d.m.Config
 	if len(ids) == 0 {
 		return nil, errors.New("decoder: empty batch: no sequences")
@@ -150,7 +167,6 @@ func (d *Decoder) Append(ids []int, chunks [][]int) ([]float32, error) {
 	seqs := make([]*cacheSeq, B)
 	lens, past := make([]int, B), make([]int, B)
 	tokens := make([]int, 0, N)
-	d.pos = d.pos[:0]
 	for i, id := range ids {
 		s, ok := d.seqs[id]
 		if !ok {
@@ -161,10 +177,7 @@ func (d *Decoder) Append(ids []int, chunks [][]int) ([]float32, error) {
 		start := len(tokens)
 		tokens = append(append(tokens, s.pending...), chunks[i]...)
 		lens[i] = len(tokens) - start
-		for j := 0; j < lens[i]; j++ {
-			d.pos = append(d.pos, s.n+j)
-		}
-		d.reserve(s, s.n+lens[i])
+		d.reserve(s, s.n+lens[i]+ahead)
 	}
 	d.step(tokens, seqs, lens, past)
 	for i, s := range seqs {
@@ -185,15 +198,12 @@ func (d *Decoder) reserve(s *cacheSeq, n int) {
 	capacity := min(max(2*s.cap, n, 16), c.MaxPositions)
 	hd := c.HeadDim()
 	for l := range s.k {
-		k := make([]float32, capacity*KV)
+		k, v := make([]float32, capacity*KV), make([]float32, capacity*KV)
 		for g := 0; g < c.NumKVHeads; g++ {
 			copy(k[g*capacity*hd:g*capacity*hd+s.n*hd], s.k[l][g*s.cap*hd:g*s.cap*hd+s.n*hd])
+			copy(v[g*capacity*hd:g*capacity*hd+s.n*hd], s.v[l][g*s.cap*hd:g*s.cap*hd+s.n*hd])
 		}
-		vt := make([]float32, capacity*KV)
-		for ch := 0; ch < KV; ch++ {
-			copy(vt[ch*capacity:ch*capacity+s.n], s.v[l][ch*s.cap:ch*s.cap+s.n])
-		}
-		s.k[l], s.v[l] = k, vt
+		s.k[l], s.v[l] = k, v
 	}
 	s.cap = capacity
 }
@@ -210,9 +220,10 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 	nH, nKV, hd := c.NumHeads, c.NumKVHeads, c.HeadDim()
 	C, KV, I := nH*hd, nKV*hd, c.IntermediateSize
 	eps := float32(c.RMSNormEps)
+	QKV := C + 2*KV
 	d.x, d.ln, d.rstd, d.tmp = grow(d.x, N*dm), grow(d.ln, N*dm), grow(d.rstd, N), grow(d.tmp, N*dm)
-	d.q, d.attOut, d.k, d.v = grow(d.q, N*C), grow(d.attOut, N*C), grow(d.k, N*KV), grow(d.v, N*KV)
-	d.gate, d.up, d.h = grow(d.gate, N*I), grow(d.up, N*I), grow(d.h, N*I)
+	d.qkv, d.attOut = grow(d.qkv, N*QKV), grow(d.attOut, N*C)
+	d.gateUp, d.h = grow(d.gateUp, N*2*I), grow(d.h, N*I)
 	group := nH / nKV
 	// Scratch for attention scores: a prefill needs each head's n×(past+n)
 	// block, a single new token only AttendLast's W scores per group.
@@ -228,52 +239,59 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 		}
 	}
 	d.att = grow(d.att, a)
+	// Sequences per chunk of the RoPE and cache writes: ~32k floats each.
+	ropeGrain := max(1, (1<<15)*B/(N*(C+KV)))
 
 	cpu.EmbeddingForward(d.x, tokens, m.p.embed, N, dm)
 	for l := range m.p.layers {
 		w, pw := &m.p.layers[l], &d.layers[l]
 		cpu.RMSNormForward(d.ln, d.rstd, d.x, w.inNorm, N, dm, eps)
-		cpu.MatmulForwardPacked(d.q, d.ln, pw.q, w.qb, N, dm, C)
-		cpu.MatmulForwardPacked(d.k, d.ln, pw.k, w.kb, N, dm, KV)
-		cpu.MatmulForwardPacked(d.v, d.ln, pw.v, w.vb, N, dm, KV)
-		cpu.RopeForward(d.q, m.cos, m.sin, d.pos, N, nH, hd)
-		cpu.RopeForward(d.k, m.cos, m.sin, d.pos, N, nKV, hd)
-		for i, s := range seqs {
-			kc, vt := s.k[l], s.v[l]
-			for j := 0; j < lens[i]; j++ {
-				r, p := rows[i]+j, past[i]+j
-				for g := 0; g < nKV; g++ {
-					copy(kc[(g*s.cap+p)*hd:(g*s.cap+p+1)*hd], d.k[r*KV+g*hd:r*KV+(g+1)*hd])
-				}
-				for ch, x := range d.v[r*KV : (r+1)*KV] {
-					vt[ch*s.cap+p] = x
+		cpu.MatmulForwardPacked(d.qkv, d.ln, pw.qkv, pw.qkvBias, N, dm, QKV)
+		// RoPE on the queries in place; the keys rotated, and the values
+		// copied, straight into the caches.
+		parallel.For(B, ropeGrain, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				s := seqs[i]
+				kc, vc := s.k[l], s.v[l]
+				for j := 0; j < lens[i]; j++ {
+					r, p := rows[i]+j, past[i]+j
+					row := d.qkv[r*QKV : (r+1)*QKV]
+					cs, sn := m.cos[p*hd/2:(p+1)*hd/2], m.sin[p*hd/2:(p+1)*hd/2]
+					for h := 0; h < nH; h++ {
+						q := row[h*hd : (h+1)*hd]
+						cpu.RopeHead(q, q, cs, sn)
+					}
+					for g := 0; g < nKV; g++ {
+						at := (g*s.cap + p) * hd
+						cpu.RopeHead(kc[at:at+hd], row[C+g*hd:C+(g+1)*hd], cs, sn)
+						copy(vc[at:at+hd], row[C+KV+g*hd:C+KV+(g+1)*hd])
+					}
 				}
 			}
-		}
+		})
 		// One task per (sequence, key/value head): the group's query heads
 		// read the same cached keys and values.
 		parallel.For(B*nKV, 1, func(_, lo, hi int) {
 			for task := lo; task < hi; task++ {
 				i, g := task/nKV, task%nKV
 				n, o, s, W := lens[i], rows[i], seqs[i], past[i]+lens[i]
-				kc, vt := s.k[l][g*s.cap*hd:], s.v[l][g*hd*s.cap:]
+				kc, vc := s.k[l][g*s.cap*hd:], s.v[l][g*s.cap*hd:]
 				if n == 1 {
 					h0 := g * group
-					cpu.AttendLast(d.attOut[o*C+h0*hd:], d.att[attOffs[i]+g*W:], d.q[o*C+h0*hd:], kc, vt, group, W, hd, hd, s.cap)
+					cpu.AttendLast(d.attOut[o*C+h0*hd:], d.att[attOffs[i]+g*W:], d.qkv[o*QKV+h0*hd:], kc, vc, group, W, hd, hd)
 					continue
 				}
 				for h := g * group; h < (g+1)*group; h++ {
 					att := d.att[attOffs[i]+h*n*W:]
-					cpu.AttendHeadVT(d.attOut[o*C+h*hd:], att, d.q[o*C+h*hd:], kc, vt, n, past[i], hd, C, hd, s.cap, C)
+					cpu.AttendHead(d.attOut[o*C+h*hd:], att, d.qkv[o*QKV+h*hd:], kc, vc, n, past[i], hd, QKV, hd, C)
 				}
 			}
 		})
 		cpu.MatmulForwardPacked(d.tmp, d.attOut, pw.o, nil, N, C, dm)
 		cpu.ResidualForward(d.x, d.tmp, d.x, N*dm)
 		cpu.RMSNormForward(d.ln, d.rstd, d.x, w.postNorm, N, dm, eps)
-		cpu.MatmulForwardPacked(d.gate, d.ln, pw.gate, nil, N, dm, I)
-		cpu.MatmulForwardPacked(d.up, d.ln, pw.up, nil, N, dm, I)
-		cpu.SwiGLUForward(d.h, d.gate, d.up, N*I)
+		cpu.MatmulForwardPacked(d.gateUp, d.ln, pw.gateUp, nil, N, dm, 2*I)
+		cpu.SwiGLURows(d.h, d.gateUp, N, I)
 		cpu.MatmulForwardPacked(d.tmp, d.h, pw.down, nil, N, I, dm)
 		cpu.ResidualForward(d.x, d.tmp, d.x, N*dm)
 	}

@@ -51,7 +51,7 @@ func (d *Decoder) Generate(reqs []Request, o GenerateOptions) ([][]int, error) {
 		}
 		ids[i], chunks[i] = r.ID, r.Prompt
 	}
-	logits, err := d.Append(ids, chunks)
+	logits, err := d.append(ids, chunks, o.MaxNew)
 	if err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragen-go/ragen/engine/backend"
 	"github.com/ragen-go/ragen/engine/hf"
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/sample"
@@ -61,7 +62,11 @@ func playIn(t *testing.T, m *model.Model, tok *tokenizer.Tokenizer, tmpl *hf.Cha
 	for i, s := range seeds {
 		tasks = append(tasks, Task{Env: newEnv(), EnvSeed: int64(10 + i/2), AgentSeed: s, Group: i / 2})
 	}
-	trajs, err := Play(context.Background(), m, tok, tasks[:n], Config{MaxTokensPerTurn: 24, Sample: sample.Options{Temperature: 1}, Turn: envs.DefaultTurnConfig(), Template: tmpl})
+	dec, err := m.NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trajs, err := Play(context.Background(), dec, tok, tasks[:n], Config{MaxTokensPerTurn: 24, Sample: sample.Options{Temperature: 1}, Turn: envs.DefaultTurnConfig(), Template: tmpl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,6 +160,41 @@ func TestTrajectoryIndependentOfBatch(t *testing.T) {
 	}
 }
 
+// Play drives a decoder on a compute backend as it drives model.Decoder:
+// on the cpu reference backend the trajectories are the same token for
+// token (the sampling draws are the same and the logits agree to ~1e-7).
+func TestPlayOnBackendMatchesModel(t *testing.T) {
+	tok, m, newEnv := setup(t)
+	seeds := []uint64{11, 12, 13, 14}
+	want := play(t, m, tok, newEnv, len(seeds), seeds...)
+	tr, err := backend.NewTransformer(&backend.CPU{}, m.Config, m.Params.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Free()
+	dec, err := tr.NewDecoder(len(seeds), m.Config.MaxPositions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Free()
+	var tasks []Task
+	for i, s := range seeds {
+		tasks = append(tasks, Task{Env: newEnv(), EnvSeed: int64(10 + i/2), AgentSeed: s, Group: i / 2})
+	}
+	got, err := Play(context.Background(), dec, tok, tasks, Config{MaxTokensPerTurn: 24, Sample: sample.Options{Temperature: 1}, Turn: envs.DefaultTurnConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i].Tokens, want[i].Tokens) {
+			t.Fatalf("trajectory %d differs on the backend", i)
+		}
+	}
+	if ids := dec.IDs(); len(ids) != 0 {
+		t.Fatalf("Play left sequences %v in the decoder", ids)
+	}
+}
+
 func TestDemoLayoutMatchesPlay(t *testing.T) {
 	tok, _, newEnv := setup(t)
 	demos, err := envs.Demonstrations(newEnv(), envs.DemoConfig{Episodes: 2, Seed: 40, Turn: envs.DefaultTurnConfig(), Prompt: envs.DefaultPromptConfig()})
@@ -176,5 +216,56 @@ func TestDemoLayoutMatchesPlay(t *testing.T) {
 	}
 	if _, err := FromDemo(demos[0], chat, 3); err == nil {
 		t.Fatal("a response longer than max_tokens_per_turn must be an error")
+	}
+}
+
+// TestContextFullFitsTheContext: an episode ended because its context
+// cannot hold another response keeps only what the agent saw and answered,
+// so the update can run it through the model; a context too small for
+// even the first prompt is an error that says what to change.
+func TestContextFullFitsTheContext(t *testing.T) {
+	tok, m, newEnv := setup(t)
+	first := play(t, m, tok, newEnv, 1, 1)[0]
+	firstPrompt := len(first.Tokens)
+	for i, ag := range first.Agent {
+		if ag {
+			firstPrompt = i
+			break
+		}
+	}
+	c := m.Config
+	c.MaxPositions = firstPrompt + 24 + 40 // one turn fits, the second observation does not leave room
+	small, err := model.New(c, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trajs := play(t, small, tok, newEnv, 4, 1, 2, 3, 4)
+	full := 0
+	for i, tr := range trajs {
+		if len(tr.Tokens) > c.MaxPositions {
+			t.Errorf("trajectory %d: %d tokens exceed the context of %d", i, len(tr.Tokens), c.MaxPositions)
+		}
+		if tr.ContextFull {
+			full++
+			if n := len(tr.Tokens); !tr.Agent[n-1] || !tr.TurnEnd[n-1] {
+				t.Errorf("trajectory %d ended for a full context but does not end with the agent's response", i)
+			}
+		}
+	}
+	if full == 0 {
+		t.Fatal("no episode ran out of context; the test does not test anything")
+	}
+	c.MaxPositions = firstPrompt + 10
+	tiny, err := model.New(c, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := tiny.NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Play(context.Background(), dec, tok, []Task{{Env: newEnv(), EnvSeed: 10, AgentSeed: 1}}, Config{MaxTokensPerTurn: 24, Sample: sample.Options{Temperature: 1}, Turn: envs.DefaultTurnConfig()})
+	if err == nil || !strings.Contains(err.Error(), "raise context_length") {
+		t.Errorf("error %v, want one that says to raise context_length", err)
 	}
 }

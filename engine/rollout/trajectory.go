@@ -45,6 +45,13 @@ func (t *Trajectory) appendContext(ids []int) {
 	t.TurnEnd = append(t.TurnEnd, make([]bool, len(ids))...)
 }
 
+// dropContext removes the last n context tokens (an observation appended
+// for a turn that will not be played).
+func (t *Trajectory) dropContext(n int) {
+	k := len(t.Tokens) - n
+	t.Tokens, t.Agent, t.TurnEnd = t.Tokens[:k], t.Agent[:k], t.TurnEnd[:k]
+}
+
 // appendResponse appends one turn's response tokens: the agent's, the
 // last of them marking the turn's end.
 func (t *Trajectory) appendResponse(ids []int) {

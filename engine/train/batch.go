@@ -21,7 +21,10 @@ type batch struct {
 	values  [][]float64 // critic before the update (GAE only)
 	adv     [][]float64
 	ret     [][]float64
-	rewards []float64 // trajectory rewards (user reward applied)
+	// tokReward is each token's reward as the estimator saw it (turn or
+	// trajectory rewards placed on agent tokens, KL penalty included).
+	tokReward [][]float64
+	rewards   []float64 // trajectory rewards (user reward applied)
 }
 
 // pack concatenates the token sequences of trajs for one Forward.
@@ -66,17 +69,17 @@ func packGrad(rows [][]float64, total int) []float32 {
 // batch does not hold every activation at once.
 const maxForwardTokens = 16384
 
-// evaluate runs m over trajs in chunks of at most maxForwardTokens and
+// evaluate runs n over trajs in chunks of at most maxForwardTokens and
 // returns the per-trajectory log-probs, entropies and values it was asked for.
-func evaluate(m *model.Model, trajs []*rollout.Trajectory, want model.Want) (logp, ent, val [][]float64, err error) {
+func evaluate(n network, trajs []*rollout.Trajectory, want model.Want) (logp, ent, val [][]float64, err error) {
 	for lo := 0; lo < len(trajs); {
-		hi, n := lo, 0
-		for hi < len(trajs) && (hi == lo || n+len(trajs[hi].Tokens) <= maxForwardTokens) {
-			n += len(trajs[hi].Tokens)
+		hi, size := lo, 0
+		for hi < len(trajs) && (hi == lo || size+len(trajs[hi].Tokens) <= maxForwardTokens) {
+			size += len(trajs[hi].Tokens)
 			hi++
 		}
 		tokens, lens := pack(trajs[lo:hi])
-		out, err := m.Forward(tokens, lens, want)
+		out, err := n.Forward(tokens, lens, want)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -90,8 +90,8 @@ func TestQwen05BPretrainedStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	load := time.Since(start).Seconds()
-	if tr.Template == nil || tr.Template.DefaultSystem == "" || tr.Policy.NumParams() < 490e6 {
-		t.Fatalf("the loaded policy: template %+v, %d parameters", tr.Template, tr.Policy.NumParams())
+	if tr.Template == nil || tr.Template.DefaultSystem == "" || policyOf(t, tr).NumParams() < 490e6 {
+		t.Fatalf("the loaded policy: template %+v, %d parameters", tr.Template, policyOf(t, tr).NumParams())
 	}
 	s, err := tr.Step(context.Background())
 	if err != nil {
@@ -100,7 +100,7 @@ func TestQwen05BPretrainedStep(t *testing.T) {
 	v := s.Values
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	t.Logf("estimator %s, critic %v, GOMAXPROCS %d", c.Algo.AdvEstimator, tr.Critic != nil, runtime.GOMAXPROCS(0))
+	t.Logf("estimator %s, critic %v, GOMAXPROCS %d", c.Algo.AdvEstimator, tr.critic != nil, runtime.GOMAXPROCS(0))
 	t.Logf("load (hf.Load + optimizer + critic): %.1f s", load)
 	t.Logf("rollout: %.1f s, %.1f response tokens per trajectory, %.2f sampled tokens/s", v[metrics.TimeRollout], v[metrics.ResponseTokens], v[metrics.TokensPerSec])
 	t.Logf("train (old log-probs excluded): %.1f s; whole step %.1f s", v[metrics.TimeTrain], v[metrics.TimeStep])

@@ -45,8 +45,12 @@ type Config struct {
 	// ChatML, the critic starts from the policy; Model, VocabSize and
 	// ContextLength are ignored as for Pretrained.
 	Init string `json:"init,omitempty"`
-	// Backend is the compute backend: cpu | cuda (cpu; empty means cpu).
-	// "cuda" needs a binary built with -tags cuda and a CUDA device.
+	// Backend is the compute backend: cpu | cuda | cpu-ref (cpu; empty
+	// means cpu). "cpu" trains on model.Model, the CPU fast path; every
+	// other backend keeps parameters, activations, KV caches and optimizer
+	// state on its device (see network). "cuda" needs a binary built with
+	// -tags cuda and a CUDA device; "cpu-ref" runs that device path on the
+	// CPU reference backend (slow: for checking the path without a GPU).
 	Backend string `json:"backend"`
 	// ContextLength is the policy's max_position_embeddings, the longest
 	// conversation in tokens (1024).
@@ -208,10 +212,6 @@ func (c *Config) Validate() error {
 		if err := backend.Check(c.Backend); err != nil {
 			return err // "backend …: …" names the field already
 		}
-		// The device model exists (backend.Transformer, parity-tested) but
-		// the trainer still calls model.Model directly: refuse rather than
-		// silently train on the CPU.
-		return fmt.Errorf("backend: %q is available but the trainer does not run on it yet (it trains on cpu only)", c.Backend)
 	}
 	if err := c.validateLoaded(); err != nil {
 		return err

@@ -5,12 +5,12 @@ import (
 	"github.com/ragen-go/ragen/engine/optim"
 )
 
-// newOptimizer is AdamW over m's flat parameters, weight decay on the
+// newOptimizer is AdamW over n's flat parameters, weight decay on the
 // matrices only (the layout marks which views decay).
-func newOptimizer(m *model.Model, lr, weightDecay float64) (*optim.AdamW, error) {
+func newOptimizer(n network, lr, weightDecay float64) (optimizer, error) {
 	cfg := optim.DefaultConfig()
 	cfg.LR, cfg.WeightDecay = lr, weightDecay
-	return m.NewAdamW(cfg)
+	return n.NewOptimizer(cfg)
 }
 
 // criticFrom builds the critic: the policy's architecture with a value

@@ -26,12 +26,15 @@ import (
 //     ChatML template;
 //   - neither: the warm start (warmStart), trained and cached.
 //
+// The policy is returned on the run's compute path (wrap), where any
+// fine-tuning runs too.
+//
 // A loaded policy is fine-tuned on demonstrations only if WarmStart.Steps
 // > 0 (the DSL leaves it at 0 for loaded models); that fine-tuning is not
 // cached. The critic is built from the policy afterwards, as for a warm
 // start (criticFrom: same weights, a zero value head), so nothing is read
 // twice from disk.
-func initialPolicy(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)) (*tokenizer.Tokenizer, *model.Model, *hf.ChatTemplate, error) {
+func initialPolicy(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), wrap wrapper) (*tokenizer.Tokenizer, network, *hf.ChatTemplate, error) {
 	var (
 		tok    *tokenizer.Tokenizer
 		policy *model.Model
@@ -49,15 +52,20 @@ func initialPolicy(ctx context.Context, cfg *Config, newEnv func() (envs.Env, er
 			return nil, nil, nil, err
 		}
 	default:
-		tok, policy, err = warmStart(ctx, cfg, newEnv)
-		return tok, policy, nil, err
+		tok, net, err := warmStart(ctx, cfg, newEnv, wrap)
+		return tok, net, nil, err
+	}
+	net, err := wrap(policy)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	if cfg.WarmStart.Steps > 0 {
-		if err := finetuneLoaded(ctx, cfg, newEnv, tok, policy, tmpl); err != nil {
+		if err := finetuneLoaded(ctx, cfg, newEnv, tok, net, tmpl); err != nil {
+			net.Free()
 			return nil, nil, nil, err
 		}
 	}
-	return tok, policy, tmpl, nil
+	return tok, net, tmpl, nil
 }
 
 // initPolicyDir is the model directory of Init: dir itself (model.Save), or
@@ -97,7 +105,7 @@ func loadInit(dir string) (*tokenizer.Tokenizer, *model.Model, error) {
 // finetuneLoaded fine-tunes a loaded policy on WarmStart.Episodes expert
 // episodes laid out in its own template, as the warm start does for a
 // fresh one.
-func finetuneLoaded(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), tok *tokenizer.Tokenizer, policy *model.Model, tmpl *hf.ChatTemplate) error {
+func finetuneLoaded(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), tok *tokenizer.Tokenizer, policy network, tmpl *hf.ChatTemplate) error {
 	env, err := newEnv()
 	if err != nil {
 		return err
@@ -119,8 +127,8 @@ func finetuneLoaded(ctx context.Context, cfg *Config, newEnv func() (envs.Env, e
 		if trajs[i], err = rollout.FromDemo(d, chat, cfg.MaxTokensPerTurn); err != nil {
 			return fmt.Errorf("warm start: %w", err)
 		}
-		if n := len(trajs[i].Tokens); n > policy.Config.MaxPositions {
-			return fmt.Errorf("warm start: a demonstration has %d tokens, more than the model's max_position_embeddings %d: lower max_turns", n, policy.Config.MaxPositions)
+		if n, max := len(trajs[i].Tokens), policy.Config().MaxPositions; n > max {
+			return fmt.Errorf("warm start: a demonstration has %d tokens, more than the model's max_position_embeddings %d: lower max_turns", n, max)
 		}
 	}
 	return finetune(ctx, policy, trajs, ws, cfg.Seed)

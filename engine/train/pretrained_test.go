@@ -25,7 +25,7 @@ func TestPretrainedAndInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hf.Save(hfDir, first.Policy, first.Tok, tmpl); err != nil {
+	if err := hf.Save(hfDir, policyOf(t, first), first.Tok, tmpl); err != nil {
 		t.Fatal(err)
 	}
 
@@ -39,7 +39,7 @@ func TestPretrainedAndInit(t *testing.T) {
 	if tr.Template == nil || tr.Template.DefaultSystem != qwenSystem {
 		t.Fatalf("template %+v, want Qwen's default system message", tr.Template)
 	}
-	if tr.Policy.Config.HiddenSize != first.Policy.Config.HiddenSize || !slices.Equal(tr.Policy.Params.Data, first.Policy.Params.Data) {
+	if policyOf(t, tr).Config.HiddenSize != policyOf(t, first).Config.HiddenSize || !slices.Equal(policyOf(t, tr).Params.Data, policyOf(t, first).Params.Data) {
 		t.Fatal("the pretrained policy is not the saved one")
 	}
 	if err := tr.Run(context.Background()); err != nil {
@@ -52,7 +52,7 @@ func TestPretrainedAndInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.Equal(tuned.Policy.Params.Data, first.Policy.Params.Data) {
+	if slices.Equal(policyOf(t, tuned).Params.Data, policyOf(t, first).Params.Data) {
 		t.Fatal("WarmStart.Steps > 0 did not fine-tune the pretrained policy")
 	}
 
@@ -62,7 +62,7 @@ func TestPretrainedAndInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.Template != nil || !slices.Equal(tr.Policy.Params.Data, first.Policy.Params.Data) || tr.Tok.VocabSize() != first.Tok.VocabSize() {
+	if tr.Template != nil || !slices.Equal(policyOf(t, tr).Params.Data, policyOf(t, first).Params.Data) || tr.Tok.VocabSize() != first.Tok.VocabSize() {
 		t.Fatal("Init did not load the checkpoint's policy and tokenizer")
 	}
 

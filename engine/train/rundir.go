@@ -68,7 +68,9 @@ func (t *Trainer) writeEvent(e metrics.Event) { t.appendJSONL("events.jsonl", e)
 // weights (for rewind) and the periodic checkpoint. A non-nil error ends Run.
 func (t *Trainer) afterStep(s metrics.Step) error {
 	t.appendJSONL("metrics.jsonl", s)
-	t.best.consider(t, s)
+	if err := t.best.consider(t, s); err != nil {
+		return err
+	}
 	for _, e := range t.monitor.Observe(s) {
 		t.emit(e)
 		switch t.cfg.Monitor.Action {
@@ -76,7 +78,9 @@ func (t *Trainer) afterStep(s metrics.Step) error {
 			return fmt.Errorf("step %d: %w: %s", s.Step, ErrCollapse, e.Message)
 		case MonitorRewind:
 			if t.best.step > 0 {
-				t.best.restore(t)
+				if err := t.best.restore(t); err != nil {
+					return err
+				}
 				t.emit(metrics.Event{Step: s.Step, Kind: "rewind",
 					Message: fmt.Sprintf("restored the weights of step %d (the best so far)", t.best.step)})
 			}
@@ -118,30 +122,30 @@ func (t *Trainer) Checkpoint() error {
 	if err != nil {
 		return err
 	}
-	save := func(name string, m *model.Model, opt interface {
-		StateTensors() ([]checkpoint.Tensor, map[string]string)
-	}) error {
-		if m == nil {
+	save := func(name string, n network, opt optimizer) error {
+		if n == nil {
 			return nil
+		}
+		m, err := n.Host()
+		if err != nil {
+			return fmt.Errorf("checkpoint: %s: %w", name, err)
 		}
 		var extra checkpoint.Checkpoint
 		if opt != nil {
-			extra.Optimizer, extra.OptimizerMeta = opt.StateTensors()
+			if extra.Optimizer, extra.OptimizerMeta, err = opt.StateTensors(); err != nil {
+				return fmt.Errorf("checkpoint: %s: %w", name, err)
+			}
 		}
 		return m.Save(filepath.Join(tmp, name), tj, extra)
 	}
-	if err := save("policy", t.Policy, t.actorOpt); err != nil {
+	if err := save("policy", t.policy, t.actorOpt); err != nil {
 		return err
 	}
-	if t.Critic != nil {
-		if err := save("critic", t.Critic, t.criticOpt); err != nil {
-			return err
-		}
+	if err := save("critic", t.critic, t.criticOpt); err != nil {
+		return err
 	}
-	if t.Ref != nil {
-		if err := save("ref", t.Ref, nil); err != nil {
-			return err
-		}
+	if err := save("ref", t.ref, nil); err != nil {
+		return err
 	}
 	st, err := json.Marshal(trainerState{Step: t.step, History: t.History})
 	if err != nil {
@@ -169,10 +173,8 @@ func (t *Trainer) Resume(dir string) error {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return fmt.Errorf("cannot resume from %s: trainer.json: %w", dir, err)
 	}
-	load := func(name string, m *model.Model, opt interface {
-		LoadState(*checkpoint.File) error
-	}) error {
-		if m == nil {
+	load := func(name string, n network, opt optimizer) error {
+		if n == nil {
 			return nil
 		}
 		saved, d, err := model.Load(filepath.Join(dir, name))
@@ -180,10 +182,17 @@ func (t *Trainer) Resume(dir string) error {
 			return fmt.Errorf("cannot resume: %w", err)
 		}
 		defer d.Close()
-		if saved.Config != m.Config {
+		if saved.Config != n.Config() {
 			return fmt.Errorf("cannot resume from %s: the %s's architecture differs from this run's configuration", dir, name)
 		}
+		m, err := n.Host()
+		if err != nil {
+			return fmt.Errorf("cannot resume: %s: %w", name, err)
+		}
 		copy(m.Params.Data, saved.Params.Data)
+		if err := n.Upload(); err != nil {
+			return fmt.Errorf("cannot resume: %s: %w", name, err)
+		}
 		if opt != nil {
 			if d.Optimizer == nil {
 				return fmt.Errorf("cannot resume from %s: %s has no optimizer state", dir, name)
@@ -192,18 +201,14 @@ func (t *Trainer) Resume(dir string) error {
 		}
 		return nil
 	}
-	if err := load("policy", t.Policy, t.actorOpt); err != nil {
+	if err := load("policy", t.policy, t.actorOpt); err != nil {
 		return err
 	}
-	if t.Critic != nil {
-		if err := load("critic", t.Critic, t.criticOpt); err != nil {
-			return err
-		}
+	if err := load("critic", t.critic, t.criticOpt); err != nil {
+		return err
 	}
-	if t.Ref != nil {
-		if err := load("ref", t.Ref, nil); err != nil {
-			return err
-		}
+	if err := load("ref", t.ref, nil); err != nil {
+		return err
 	}
 	t.step, t.History, t.reused = st.Step, st.History, nil
 	t.monitor = NewMonitor(t.cfg.Monitor)
@@ -221,28 +226,50 @@ type bestCheckpoint struct {
 	policy, value []float32
 }
 
-func (b *bestCheckpoint) consider(t *Trainer, s metrics.Step) {
+func (b *bestCheckpoint) consider(t *Trainer, s metrics.Step) error {
 	if t.cfg.Monitor.Action != MonitorRewind {
-		return
+		return nil
 	}
 	score, ok := s.Values[metrics.ValSuccessRate]
 	if !ok {
 		score, ok = s.Values[metrics.RewardMean]
 	}
 	if !ok || (b.step > 0 && score <= b.score) {
-		return
+		return nil
 	}
 	b.step, b.score = s.Step, score
-	b.policy = append(b.policy[:0], t.Policy.Params.Data...)
-	if t.Critic != nil {
-		b.value = append(b.value[:0], t.Critic.Params.Data...)
+	policy, err := t.policy.Host()
+	if err != nil {
+		return fmt.Errorf("step %d: keeping the best weights: %w", s.Step, err)
 	}
+	b.policy = append(b.policy[:0], policy.Params.Data...)
+	if t.critic != nil {
+		critic, err := t.critic.Host()
+		if err != nil {
+			return fmt.Errorf("step %d: keeping the best weights: %w", s.Step, err)
+		}
+		b.value = append(b.value[:0], critic.Params.Data...)
+	}
+	return nil
 }
 
-func (b *bestCheckpoint) restore(t *Trainer) {
-	copy(t.Policy.Params.Data, b.policy)
-	if t.Critic != nil {
-		copy(t.Critic.Params.Data, b.value)
+func (b *bestCheckpoint) restore(t *Trainer) error {
+	for _, x := range []struct {
+		n      network
+		params []float32
+	}{{t.policy, b.policy}, {t.critic, b.value}} {
+		if x.n == nil {
+			continue
+		}
+		m, err := x.n.Host()
+		if err != nil {
+			return fmt.Errorf("rewind: %w", err)
+		}
+		copy(m.Params.Data, x.params)
+		if err := x.n.Upload(); err != nil {
+			return fmt.Errorf("rewind: %w", err)
+		}
 	}
 	t.reused = nil
+	return nil
 }

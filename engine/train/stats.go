@@ -16,7 +16,11 @@ func rolloutMetrics(m map[string]float64, trajs []*rollout.Trajectory, rewards [
 	var succ, turns, actions, valid, invalid, formatOK, tokens, think, answer, closed float64
 	groupSucc := map[int]bool{}
 	var groupIDs []int
+	firstResponses := map[string]bool{}
 	for _, tr := range trajs {
+		if len(tr.Turns) > 0 {
+			firstResponses[tr.Turns[0].Response] = true
+		}
 		if _, seen := groupSucc[tr.Group]; !seen {
 			groupIDs = append(groupIDs, tr.Group)
 			groupSucc[tr.Group] = false
@@ -54,6 +58,7 @@ func rolloutMetrics(m map[string]float64, trajs []*rollout.Trajectory, rewards [
 	m[metrics.TurnsMean] = turns / n
 	m[metrics.ActionsMean] = actions / n
 	m[metrics.ResponseTokens] = tokens / n
+	m[metrics.DistinctRate] = float64(len(firstResponses)) / n
 	if turns > 0 {
 		m[metrics.FormatValidRate] = formatOK / turns
 		m[metrics.TurnTokens] = tokens / turns

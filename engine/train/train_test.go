@@ -59,7 +59,7 @@ func TestTrainReportsEveryMetric(t *testing.T) {
 	last := tr.History.Steps[len(tr.History.Steps)-1]
 	for _, name := range []string{
 		metrics.RewardMean, metrics.RewardStd, metrics.InGroupStd, metrics.SuccessRate, metrics.ValSuccessRate,
-		metrics.FormatValidRate, metrics.TurnsMean, metrics.ResponseTokens, metrics.ThinkTokens, metrics.AnswerTokens,
+		metrics.FormatValidRate, metrics.TurnsMean, metrics.ResponseTokens, metrics.ThinkTokens, metrics.AnswerTokens, metrics.DistinctRate,
 		metrics.Entropy, metrics.GradNorm, metrics.PolicyLoss, metrics.ClipFrac, metrics.ApproxKL,
 		metrics.ValueLoss, metrics.ExplainedVar, metrics.CriticGradNorm, metrics.FilterKeepRatio,
 		metrics.TimeRollout, metrics.TimeTrain, metrics.TokensPerSec,
@@ -159,6 +159,8 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.Algo.ClipLow = 2 }, "algo.clip_low: must be in (0, 1) (got 2)"},
 		{func(c *Config) { c.Algo.AdvEstimator = "grpo"; c.GroupSize = 1 }, "group_size: the grpo estimator normalises within groups"},
 		{func(c *Config) { c.Monitor.Action = "panic" }, `monitor.action: must be one of warn, stop, rewind (got "panic")`},
+		{func(c *Config) { c.Backend = "cuda" }, "backend cuda: this binary was built without CUDA support; rebuild with: go build -tags cuda"},
+		{func(c *Config) { c.Backend = "tpu" }, `backend "tpu": unknown (valid: cpu, cpu-ref, cuda)`},
 	} {
 		c := Default()
 		tc.edit(&c)
@@ -174,3 +176,47 @@ type stepHook func(metrics.Step)
 func (stepHook) Phase(int, string)     {}
 func (h stepHook) Step(s metrics.Step) { h(s) }
 func (stepHook) Event(metrics.Event)   {}
+
+// TestSamplesShowCreditAssignment checks the samples a run keeps: the
+// first validation episodes at every validation, and training trajectories
+// whose per-token numbers are the update's. StarPO-S is GAE with γ = λ = 1
+// and the reward on the last token, so every agent token's return is the
+// trajectory's reward and the token rewards sum to it.
+func TestSamplesShowCreditAssignment(t *testing.T) {
+	tr := run(t, tinyConfig(t))
+	h := &tr.History
+	for step := 0; step <= 2; step++ {
+		if got := len(h.SamplesAt(metrics.SplitVal, step)); got != valSamples {
+			t.Errorf("step %d: %d validation samples, want %d", step, got, valSamples)
+		}
+	}
+	val0, val2 := h.SamplesAt(metrics.SplitVal, 0), h.SamplesAt(metrics.SplitVal, 2)
+	if val0[0].Seed != val2[0].Seed {
+		t.Errorf("validation samples changed seed: %d then %d", val0[0].Seed, val2[0].Seed)
+	}
+	for step := 1; step <= 2; step++ {
+		ss := h.SamplesAt(metrics.SplitTrain, step)
+		if len(ss) != 1 {
+			t.Fatalf("step %d: %d training samples, want 1", step, len(ss))
+		}
+		s := ss[0]
+		if len(s.Turns) == 0 || len(s.Tokens) == 0 || !strings.Contains(s.Text, s.Turns[0].Response) {
+			t.Fatalf("step %d: sample without turns, tokens or its response in the text: %+v", step, s)
+		}
+		var sum float64
+		var texts strings.Builder
+		for _, tok := range s.Tokens {
+			sum += tok.Reward
+			texts.WriteString(tok.Text)
+			if tok.Return != s.Reward {
+				t.Fatalf("step %d: token return %v, want the trajectory reward %v", step, tok.Return, s.Reward)
+			}
+		}
+		if math.Abs(sum-s.Reward) > 1e-12 {
+			t.Errorf("step %d: token rewards sum to %v, want %v", step, sum, s.Reward)
+		}
+		if !strings.Contains(texts.String(), s.Turns[0].Response) {
+			t.Errorf("step %d: agent tokens %q do not spell the response %q", step, texts.String(), s.Turns[0].Response)
+		}
+	}
+}

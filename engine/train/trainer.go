@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/ragen-go/ragen/engine/algo"
+	"github.com/ragen-go/ragen/engine/backend"
 	"github.com/ragen-go/ragen/engine/hf"
 	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/model"
-	"github.com/ragen-go/ragen/engine/optim"
 	"github.com/ragen-go/ragen/engine/rollout"
 	"github.com/ragen-go/ragen/engine/sample"
 	"github.com/ragen-go/ragen/engine/tokenizer"
@@ -38,11 +38,15 @@ type Trainer struct {
 
 	Tok      *tokenizer.Tokenizer
 	Template *hf.ChatTemplate // the policy's chat template; nil: our ChatML
-	Policy   *model.Model
-	Critic   *model.Model // nil unless the estimator uses one
-	Ref      *model.Model // frozen reference policy; nil unless KL is on
 
-	actorOpt, criticOpt *optim.AdamW
+	// The networks on the run's compute path (see network), and the
+	// backend they share (nil on the "cpu" host path).
+	dev    backend.Backend
+	policy network
+	critic network // nil unless the estimator uses one
+	ref    network // frozen reference policy; nil unless KL is on
+
+	actorOpt, criticOpt optimizer
 
 	trainEnvs []envs.Env // one per trajectory, reset every step
 	valEnvs   []envs.Env
@@ -79,34 +83,95 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 		t.valSeeds[i] = envSeed(cfg.Seed, -1, i) // step −1: never a training seed stream
 	}
 
+	wrap, dev, err := networks(cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	t.dev = dev
+	ok := false
+	defer func() {
+		if !ok {
+			t.Close()
+		}
+	}()
+
 	obs.Phase(0, "warm_start")
 	start := time.Now()
-	if t.Tok, t.Policy, t.Template, err = initialPolicy(ctx, &cfg, t.newEnv); err != nil {
+	if t.Tok, t.policy, t.Template, err = initialPolicy(ctx, &cfg, t.newEnv, wrap); err != nil {
 		return nil, err
 	}
 	warm := time.Since(start).Seconds()
 
-	if t.actorOpt, err = newOptimizer(t.Policy, cfg.ActorLR, cfg.WeightDecay); err != nil {
+	if t.actorOpt, err = newOptimizer(t.policy, cfg.ActorLR, cfg.WeightDecay); err != nil {
+		return nil, err
+	}
+	policy, err := t.policy.Host()
+	if err != nil {
 		return nil, err
 	}
 	if usesCritic(cfg.Algo.AdvEstimator) {
-		if t.Critic, err = criticFrom(t.Policy, cfg.Seed); err != nil {
+		critic, err := criticFrom(policy, cfg.Seed)
+		if err != nil {
 			return nil, err
 		}
-		if t.criticOpt, err = newOptimizer(t.Critic, cfg.CriticLR, cfg.WeightDecay); err != nil {
+		if t.critic, err = wrap(critic); err != nil {
+			return nil, err
+		}
+		if t.criticOpt, err = newOptimizer(t.critic, cfg.CriticLR, cfg.WeightDecay); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.Algo.KLPlacement != algo.KLNone && cfg.Algo.KLCoef > 0 {
-		if t.Ref, err = clone(t.Policy); err != nil {
+		ref, err := clone(policy)
+		if err != nil {
+			return nil, err
+		}
+		if t.ref, err = wrap(ref); err != nil {
 			return nil, err
 		}
 	}
 	if err := t.openRunDir(); err != nil {
 		return nil, err
 	}
+	ok = true
 	t.History.Steps = append(t.History.Steps, metrics.Step{Step: 0, Values: map[string]float64{metrics.TimeWarmStart: warm}})
 	return t, nil
+}
+
+// Policy returns the policy as a host model with its current parameters
+// (on a device backend, downloaded into the host copy).
+func (t *Trainer) Policy() (*model.Model, error) { return t.policy.Host() }
+
+// Close releases what the run holds on its compute backend (device
+// memory); the trainer is unusable afterwards. On "cpu" it does nothing.
+func (t *Trainer) Close() error {
+	for _, n := range []network{t.policy, t.critic, t.ref} {
+		if n != nil {
+			n.Free()
+		}
+	}
+	for _, o := range []optimizer{t.actorOpt, t.criticOpt} {
+		if o != nil {
+			o.Free()
+		}
+	}
+	t.policy, t.critic, t.ref, t.actorOpt, t.criticOpt = nil, nil, nil, nil, nil
+	if t.dev == nil {
+		return nil
+	}
+	err := t.dev.Close()
+	t.dev = nil
+	return err
+}
+
+// play runs tasks to the end of their episodes with the current policy at
+// temperature temp.
+func (t *Trainer) play(ctx context.Context, tasks []rollout.Task, temp float32) ([]*rollout.Trajectory, error) {
+	dec, err := t.policy.Decoder(len(tasks))
+	if err != nil {
+		return nil, err
+	}
+	return rollout.Play(ctx, dec, t.Tok, tasks, t.cfg.rolloutConfig(temp, t.Template))
 }
 
 // Config returns the run's configuration.
@@ -155,7 +220,7 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 	} else {
 		t.obs.Phase(step, "rollout")
 		start := time.Now()
-		trajs, err := rollout.Play(ctx, t.Policy, t.Tok, t.trainTasks(step), cfg.rolloutConfig(cfg.Temperature, t.Template))
+		trajs, err := t.play(ctx, t.trainTasks(step), cfg.Temperature)
 		if err != nil {
 			return metrics.Step{}, err
 		}
@@ -288,33 +353,35 @@ func (t *Trainer) prepare(step int, kept []*rollout.Trajectory, rewards []float6
 	cfg := &t.cfg
 	b := &batch{trajs: kept, rewards: rewards}
 	var err error
-	if b.oldLogp, b.entropy, _, err = evaluate(t.Policy, kept, model.Want{LM: true}); err != nil {
+	if b.oldLogp, b.entropy, _, err = evaluate(t.policy, kept, model.Want{LM: true}); err != nil {
 		return nil, fmt.Errorf("step %d: old log-probs: %w", step, err)
 	}
-	if t.Ref != nil {
-		if b.refLogp, _, _, err = evaluate(t.Ref, kept, model.Want{LM: true}); err != nil {
+	if t.ref != nil {
+		if b.refLogp, _, _, err = evaluate(t.ref, kept, model.Want{LM: true}); err != nil {
 			return nil, fmt.Errorf("step %d: reference log-probs: %w", step, err)
 		}
 	}
-	if t.Critic != nil {
-		if _, _, b.values, err = evaluate(t.Critic, kept, model.Want{Value: true}); err != nil {
+	if t.critic != nil {
+		if _, _, b.values, err = evaluate(t.critic, kept, model.Want{Value: true}); err != nil {
 			return nil, fmt.Errorf("step %d: values: %w", step, err)
 		}
 	}
 	at := make([]algo.Trajectory, len(kept))
 	b.mask = make([][]bool, len(kept))
+	b.tokReward = make([][]float64, len(kept))
 	for i, tr := range kept {
 		r, err := placeRewards(cfg.Algo.RewardPlacement, tr, rewards[i])
 		if err != nil {
 			return nil, fmt.Errorf("step %d: rewards of trajectory %d: %w", step, i, err)
 		}
 		b.mask[i] = tr.Agent
+		b.tokReward[i] = r
 		at[i] = algo.Trajectory{Group: tr.Group, Mask: tr.Agent, Reward: r, TurnEnd: tr.TurnEnd}
 		if b.values != nil {
 			at[i].Value = b.values[i]
 		}
 	}
-	if cfg.Algo.KLPlacement == algo.KLReward && t.Ref != nil {
+	if cfg.Algo.KLPlacement == algo.KLReward && t.ref != nil {
 		klr, _, err := algo.KLRewards(at, b.oldLogp, b.refLogp, cfg.Algo.KLEstimator, cfg.Algo.KLCoef)
 		if err != nil {
 			return nil, fmt.Errorf("step %d: KL in reward: %w", step, err)
@@ -322,6 +389,7 @@ func (t *Trainer) prepare(step int, kept []*rollout.Trajectory, rewards []float6
 		for i := range at {
 			at[i].Reward = klr[i]
 		}
+		b.tokReward = klr
 	}
 	if b.adv, b.ret, err = algo.Advantages(&cfg.Algo, at); err != nil {
 		return nil, fmt.Errorf("step %d: advantages: %w", step, err)
@@ -329,6 +397,7 @@ func (t *Trainer) prepare(step int, kept []*rollout.Trajectory, rewards []float6
 	if err := checkFinite(step, "advantage", b.adv); err != nil {
 		return nil, err
 	}
+	t.keepTrainSample(step, b)
 	return b, nil
 }
 
@@ -345,7 +414,7 @@ func (t *Trainer) update(ctx context.Context, step int, b *batch, m map[string]f
 				return err
 			}
 			lo, hi := k*n/mbs, (k+1)*n/mbs
-			if t.Critic != nil {
+			if t.critic != nil {
 				if err := t.updateCritic(step, b, lo, hi, &acc); err != nil {
 					return err
 				}
@@ -357,7 +426,7 @@ func (t *Trainer) update(ctx context.Context, step int, b *batch, m map[string]f
 	}
 	acc.into(m)
 	m[metrics.Entropy] = maskedMean(b.entropy, b.mask)
-	if t.Critic != nil {
+	if t.critic != nil {
 		m[metrics.ExplainedVar] = algo.ExplainedVariance(b.values, b.ret, b.mask)
 	}
 	return nil
@@ -367,7 +436,7 @@ func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) 
 	cfg := &t.cfg
 	trajs := b.trajs[lo:hi]
 	tokens, lens := pack(trajs)
-	out, err := t.Policy.Forward(tokens, lens, model.Want{LM: true})
+	out, err := t.policy.Forward(tokens, lens, model.Want{LM: true})
 	if err != nil {
 		return fmt.Errorf("step %d: actor forward: %w", step, err)
 	}
@@ -390,17 +459,20 @@ func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) 
 	if err := finite(step, "actor loss", loss.Loss); err != nil {
 		return err
 	}
-	t.Policy.ZeroGrad()
-	if err := t.Policy.Backward(model.Grad{LogProb: packGrad(loss.DLogp, len(tokens)), Entropy: packGrad(loss.DEntropy, len(tokens))}); err != nil {
+	t.policy.ZeroGrad()
+	if err := t.policy.Backward(model.Grad{LogProb: packGrad(loss.DLogp, len(tokens)), Entropy: packGrad(loss.DEntropy, len(tokens))}); err != nil {
 		return fmt.Errorf("step %d: actor backward: %w", step, err)
 	}
-	norm := optim.ClipGradNorm(t.Policy.Grads.Data, cfg.GradClip)
+	norm, err := t.policy.ClipGradNorm(cfg.GradClip)
+	if err != nil {
+		return fmt.Errorf("step %d: actor gradient norm: %w", step, err)
+	}
 	if err := finite(step, "actor gradient norm", norm); err != nil {
 		return err
 	}
-	lr, err := t.actorOpt.Step(t.Policy.Params.Data, t.Policy.Grads.Data)
+	lr, err := t.actorOpt.Step()
 	if err != nil {
-		return err
+		return fmt.Errorf("step %d: actor update: %w", step, err)
 	}
 	acc.add(metrics.PolicyLoss, loss.PGLoss)
 	acc.add(metrics.GradNorm, norm)
@@ -419,7 +491,7 @@ func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) 
 func (t *Trainer) updateCritic(step int, b *batch, lo, hi int, acc *accumulator) error {
 	trajs := b.trajs[lo:hi]
 	tokens, lens := pack(trajs)
-	out, err := t.Critic.Forward(tokens, lens, model.Want{Value: true})
+	out, err := t.critic.Forward(tokens, lens, model.Want{Value: true})
 	if err != nil {
 		return fmt.Errorf("step %d: critic forward: %w", step, err)
 	}
@@ -430,16 +502,19 @@ func (t *Trainer) updateCritic(step int, b *batch, lo, hi int, acc *accumulator)
 	if err := finite(step, "value loss", loss.Loss); err != nil {
 		return err
 	}
-	t.Critic.ZeroGrad()
-	if err := t.Critic.Backward(model.Grad{Value: packGrad(loss.DValue, len(tokens))}); err != nil {
+	t.critic.ZeroGrad()
+	if err := t.critic.Backward(model.Grad{Value: packGrad(loss.DValue, len(tokens))}); err != nil {
 		return fmt.Errorf("step %d: critic backward: %w", step, err)
 	}
-	norm := optim.ClipGradNorm(t.Critic.Grads.Data, t.cfg.GradClip)
+	norm, err := t.critic.ClipGradNorm(t.cfg.GradClip)
+	if err != nil {
+		return fmt.Errorf("step %d: critic gradient norm: %w", step, err)
+	}
 	if err := finite(step, "critic gradient norm", norm); err != nil {
 		return err
 	}
-	if _, err := t.criticOpt.Step(t.Critic.Params.Data, t.Critic.Grads.Data); err != nil {
-		return err
+	if _, err := t.criticOpt.Step(); err != nil {
+		return fmt.Errorf("step %d: critic update: %w", step, err)
 	}
 	acc.add(metrics.ValueLoss, loss.Loss)
 	acc.add(metrics.ValueClipFrac, loss.ClipFrac)
@@ -455,7 +530,7 @@ func (t *Trainer) validateAt(ctx context.Context, step int, m map[string]float64
 	for i, e := range t.valEnvs {
 		tasks[i] = rollout.Task{Env: e, EnvSeed: t.valSeeds[i], AgentSeed: agentSeed(t.cfg.Seed, -1, i), Group: i}
 	}
-	trajs, err := rollout.Play(ctx, t.Policy, t.Tok, tasks, t.cfg.rolloutConfig(t.cfg.ValTemperature, t.Template))
+	trajs, err := t.play(ctx, tasks, t.cfg.ValTemperature)
 	if err != nil {
 		return fmt.Errorf("step %d: validation: %w", step, err)
 	}
@@ -473,6 +548,7 @@ func (t *Trainer) validateAt(ctx context.Context, step int, m map[string]float64
 	n := float64(len(trajs))
 	m[metrics.ValSuccessRate] = succ / n
 	m[metrics.ValRewardMean] = rew / n
+	t.keepValSamples(step, trajs, rewards)
 	return nil
 }
 

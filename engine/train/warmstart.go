@@ -33,9 +33,10 @@ const warmStartVersion = 1
 //     response tokens (cross-entropy on the agent's tokens only) for
 //     WarmStart.Steps steps of BatchSize episodes, AdamW with cosine decay.
 //
-// The result is cached under a hash of everything that determines it, so
-// re-running a notebook loads it at once.
-func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)) (*tokenizer.Tokenizer, *model.Model, error) {
+// The fine-tuning runs on the run's compute path (wrap), which returns the
+// policy. The result is cached under a hash of everything that determines
+// it, so re-running a notebook loads it at once.
+func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), wrap wrapper) (*tokenizer.Tokenizer, network, error) {
 	key, err := warmStartKey(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -49,7 +50,8 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 		tok, terr := tokenizer.FromJSON(d.Tokenizer)
 		d.Close()
 		if terr == nil {
-			return tok, m, nil
+			net, err := wrap(m)
+			return tok, net, err
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		// A damaged cache entry is rebuilt, never trusted.
@@ -86,10 +88,20 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	policy, err := model.New(mc, uint64(cfg.Seed))
+	m, err := model.New(mc, uint64(cfg.Seed))
 	if err != nil {
 		return nil, nil, err
 	}
+	policy, err := wrap(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			policy.Free()
+		}
+	}()
 	if ws.Steps > 0 {
 		chat, err := rollout.NewChat(tok, nil, cfg.Think)
 		if err != nil {
@@ -112,7 +124,11 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := policy.Save(path, tj, checkpoint.Checkpoint{}); err != nil {
+	if m, err = policy.Host(); err != nil {
+		return nil, nil, fmt.Errorf("warm start: %w", err)
+	}
+	ok = true
+	if err := m.Save(path, tj, checkpoint.Checkpoint{}); err != nil {
 		// The cache is a convenience: a read-only cache directory must not
 		// stop the run.
 		fmt.Fprintf(os.Stderr, "ragen: warm start not cached: %v\n", err)
@@ -121,17 +137,20 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 }
 
 // finetune is the supervised phase: cross-entropy on the demonstrations'
-// response tokens, minibatches drawn in a seeded shuffled order.
-func finetune(ctx context.Context, m *model.Model, demos []*rollout.Trajectory, ws WarmStart, seed int64) error {
+// response tokens (model.CrossEntropyGrad), minibatches drawn in a seeded
+// shuffled order.
+func finetune(ctx context.Context, n network, demos []*rollout.Trajectory, ws WarmStart, seed int64) error {
 	oc := optim.DefaultConfig()
 	oc.LR, oc.Schedule, oc.WarmupSteps, oc.TotalSteps = ws.LR, "cosine", min(20, ws.Steps/10), ws.Steps
-	opt, err := m.NewAdamW(oc)
+	opt, err := n.NewOptimizer(oc)
 	if err != nil {
 		return fmt.Errorf("warm start: %w", err)
 	}
+	defer opt.Free()
 	rng := envs.NewRand(seed)
 	order := rng.Perm(len(demos))
 	next := 0
+	var dlp []float32
 	for step := 0; step < ws.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -148,17 +167,27 @@ func finetune(ctx context.Context, m *model.Model, demos []*rollout.Trajectory, 
 			lens = append(lens, len(d.Tokens))
 			mask = append(mask, d.Agent...)
 		}
-		m.ZeroGrad()
-		loss, err := m.CrossEntropy(tokens, lens, mask)
+		n.ZeroGrad()
+		out, err := n.Forward(tokens, lens, model.Want{LM: true})
 		if err != nil {
+			return fmt.Errorf("warm start step %d: %w", step, err)
+		}
+		dlp = append(dlp[:0], make([]float32, len(tokens))...)
+		loss, err := model.CrossEntropyGrad(dlp, out.LogProb, lens, mask)
+		if err != nil {
+			return fmt.Errorf("warm start step %d: %w", step, err)
+		}
+		if err := n.Backward(model.Grad{LogProb: dlp}); err != nil {
 			return fmt.Errorf("warm start step %d: %w", step, err)
 		}
 		if err := finite(step, "warm-start loss", float64(loss)); err != nil {
 			return err
 		}
-		optim.ClipGradNorm(m.Grads.Data, 1.0)
-		if _, err := opt.Step(m.Params.Data, m.Grads.Data); err != nil {
-			return err
+		if _, err := n.ClipGradNorm(1.0); err != nil {
+			return fmt.Errorf("warm start step %d: %w", step, err)
+		}
+		if _, err := opt.Step(); err != nil {
+			return fmt.Errorf("warm start step %d: %w", step, err)
 		}
 	}
 	return nil
@@ -184,12 +213,23 @@ func warmStartKey(cfg *Config) (string, error) {
 		MaxTokensPerTurn int
 		Think            bool
 		FormatPenalty    float64
-	}{warmStartVersion, env, cfg.EnvOptions, mc, cfg.WarmStart, cfg.Seed, cfg.MaxTokensPerTurn, cfg.Think, cfg.FormatPenalty})
+		Backend          string `json:",omitempty"` // "" for cpu: the host path's keys predate backends
+	}{warmStartVersion, env, cfg.EnvOptions, mc, cfg.WarmStart, cfg.Seed, cfg.MaxTokensPerTurn, cfg.Think, cfg.FormatPenalty, warmStartBackend(cfg.Backend)})
 	if err != nil {
 		return "", fmt.Errorf("warm start: env_options: %w", err)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12]), nil
+}
+
+// warmStartBackend is the backend part of the warm start's key: a warm
+// start fine-tuned on a device differs from the host path's in rounding,
+// so each backend caches its own; "cpu" (or empty) adds nothing.
+func warmStartBackend(name string) string {
+	if name == "cpu" {
+		return ""
+	}
+	return name
 }
 
 func cacheDir(dir string) (string, error) {

@@ -10,6 +10,11 @@
 //
 //   - split.go cuts the cell into imports (hoisted), declaration chunks and
 //     statement chunks, compiled with positions that are the cell's own;
+//   - globals.go runs a statement chunk unit by unit when yaegi cannot
+//     type one of its global defines (x := cs[0] with cs of a compiled
+//     package's type fails with "constant definition loop"): the define
+//     runs inside a function, once, and the global is declared with the
+//     values' types through compiled getters;
 //   - goguard.go makes goroutines started by cell code recover their panics;
 //   - capture.go captures fds 1 and 2 (dup2 onto pipes) for the duration of
 //     the cell and streams the output, batched, to Output.Stream;

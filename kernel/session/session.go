@@ -92,6 +92,9 @@ type Session struct {
 	goPanic   []string // goroutine panics during the running cell
 	latePanic []string // goroutine panics while no cell ran, told at the next cell
 	result    *Result  // set by the result helpers during the cell
+
+	kept    []reflect.Value         // values of the define being declared (globals.go)
+	getters map[reflect.Type]string // getter name by type (globals.go)
 }
 
 // running is the state of the cell being executed, for Interrupt.
@@ -127,6 +130,7 @@ func New(opts Options) (*Session, error) {
 		pkgNames: map[string]string{},
 		exports:  map[string]map[string]reflect.Value{},
 		decls:    map[string]*decl{},
+		getters:  map[reflect.Type]string{},
 		cells:    []Cell{{}}, // id 0 is the session's own setup code
 	}
 	// Restricted mode: os.Exit and log.Fatal panic instead of ending the
@@ -414,7 +418,17 @@ func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 		if n == nil {
 			continue
 		}
-		if _, err := s.compileRun(ctx, n); err != nil {
+		prog, err := s.compile(n)
+		switch {
+		case err == nil:
+			if _, err := s.execute(ctx, prog); err != nil {
+				return err
+			}
+		case p.chunks[i].kind == unitStmt && typeLoop(err):
+			if err := s.runUnits(ctx, id, code, p.chunks[i].units); err != nil {
+				return err
+			}
+		default:
 			return err
 		}
 		s.recordDecls(ctx, newDecls[i])
@@ -539,6 +553,7 @@ func (s *Session) resultSymbols() interp.Exports {
 		"Text":       reflect.ValueOf(func(t string) { set(display.Render(display.Text(t))) }),
 		"Value":      reflect.ValueOf(func(v any) { set(display.Render(v)) }),
 		"GoPanic":    reflect.ValueOf(s.goroutinePanic),
+		"Keep":       reflect.ValueOf(s.keep),
 	}}
 }
 

@@ -43,27 +43,17 @@ const attBlock = 64
 // masked entries 0. It runs on the calling goroutine (gemm.SgemmSerial),
 // for use inside a parallel loop.
 func AttendHead(out, att, q, k, v []float32, n, past, hd, ldq, ldkv, ldo int) {
-	attend(out, att, q, k, v, n, past, hd, ldq, ldkv, ldkv, ldo, false)
-}
-
-// AttendHeadVT is AttendHead with the values stored transposed: channel c
-// of position j at vt[c·ldvt+j] (a decoder's cache, see AttendLast).
-func AttendHeadVT(out, att, q, k, vt []float32, n, past, hd, ldq, ldk, ldvt, ldo int) {
-	attend(out, att, q, k, vt, n, past, hd, ldq, ldk, ldvt, ldo, true)
-}
-
-func attend(out, att, q, k, v []float32, n, past, hd, ldq, ldk, ldv, ldo int, vt bool) {
 	W := past + n
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	for r0 := 0; r0 < n; r0 += attBlock {
 		r1 := min(r0+attBlock, n)
 		cols := past + r1
-		gemm.SgemmSerial(false, true, r1-r0, cols, hd, scale, q[r0*ldq:], ldq, k, ldk, 0, att[r0*W:], W)
+		gemm.SgemmSerial(false, true, r1-r0, cols, hd, scale, q[r0*ldq:], ldq, k, ldkv, 0, att[r0*W:], W)
 		for i := r0; i < r1; i++ {
 			row := att[i*W : i*W+W]
 			softmaxPrefix(row, past+i+1)
 		}
-		gemm.SgemmSerial(false, vt, r1-r0, hd, cols, 1, att[r0*W:], W, v, ldv, 0, out[r0*ldo:], ldo)
+		gemm.SgemmSerial(false, false, r1-r0, hd, cols, 1, att[r0*W:], W, v, ldkv, 0, out[r0*ldo:], ldo)
 	}
 }
 
@@ -74,38 +64,61 @@ func attend(out, att, q, k, v []float32, n, past, hd, ldq, ldk, ldv, ldo int, vt
 //	p = softmax(q·kᵀ / sqrt(hd)),   out = p·v
 //
 // q holds the group's heads one after another (group rows of hd floats),
-// as does out; k is W rows of ldk; the values are stored transposed, channel
-// c of position j at vt[c·ldvt+j], so that both products are dot products
-// of stored rows (gemm.Dots) and nothing is packed (packing the cache took
-// 70% of a decoding step). The softmax is left unnormalised through p·v —
-// out = (Σ_j e_j·v_j) / Σ_j e_j with e_j = exp((s_j − max s)/sqrt(hd)) — so
-// the division touches hd outputs instead of W probabilities, and the
-// scale is folded into the exponent. scores is scratch of at least W floats.
-// It runs on the calling goroutine.
-func AttendLast(out, scores, q, k, vt []float32, group, W, hd, ldk, ldvt int) {
+// as does out; k and v are W rows of ld floats. Both products stream the
+// cache once, in place: q·kᵀ as dot products of stored rows (gemm.Dots),
+// p·v as a weighted sum of stored rows (gemm.Combine); packing the cache
+// for Sgemm took 70% of a decoding step. The softmax is left unnormalised
+// through p·v — out = (Σ_j e_j·v_j) / Σ_j e_j with e_j = exp((s_j − max
+// s)/sqrt(hd)) — so the division touches hd outputs instead of W
+// probabilities, and the scale is folded into the exponent. scores is
+// scratch of at least W floats. It runs on the calling goroutine.
+func AttendLast(out, scores, q, k, v []float32, group, W, hd, ld int) {
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	e := scores[:W]
 	for h := 0; h < group; h++ {
-		gemm.Dots(e, q[h*hd:(h+1)*hd], k, hd, ldk)
-		m := e[0]
-		for _, x := range e[1:] {
-			m = max(m, x)
-		}
+		gemm.Dots(e, q[h*hd:(h+1)*hd], k, hd, ld)
+		m := maxOf(e)
 		for j, x := range e {
 			e[j] = (x - m) * scale
 		}
 		expInPlace(e)
-		var sum float32
-		for _, x := range e {
-			sum += x
-		}
+		sum := sumOf(e)
 		o := out[h*hd : (h+1)*hd]
-		gemm.Dots(o, e, vt, W, ldvt)
+		gemm.Combine(o, e, v, W, ld)
 		inv := 1 / sum
 		for c := range o {
 			o[c] *= inv
 		}
 	}
+}
+
+// maxOf returns the largest of x (len(x) ≥ 1; NaNs as max does), over four
+// interleaved running maxima: one chain would wait on each comparison.
+func maxOf(x []float32) float32 {
+	m0, m1, m2, m3 := x[0], x[0], x[0], x[0]
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		m0, m1, m2, m3 = max(m0, x[i]), max(m1, x[i+1]), max(m2, x[i+2]), max(m3, x[i+3])
+	}
+	for ; i < len(x); i++ {
+		m0 = max(m0, x[i])
+	}
+	return max(max(m0, m1), max(m2, m3))
+}
+
+// sumOf returns Σ x as four interleaved partial sums added at the end (in
+// an order that depends on len(x) only): one chain would wait on each
+// addition.
+func sumOf(x []float32) float32 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0, s1, s2, s3 = s0+x[i], s1+x[i+1], s2+x[i+2], s3+x[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // softmaxPrefix replaces row[:valid] by its softmax and zeroes the rest.

@@ -14,8 +14,9 @@
 // computes only the key blocks a row block can see (attBlock rows at a time),
 // which skips most of the masked half. A decoding step (one new query per
 // sequence) goes through AttendLast: per group of query heads sharing a
-// key/value head, softmax(q·kᵀ)·v as dot products of stored rows against a
-// cache whose values are stored transposed, so nothing is packed.
+// key/value head, softmax(q·kᵀ)·v streamed from the cache in place (dot
+// products of the stored keys, a weighted sum of the stored values), so
+// nothing is packed.
 //
 // Exponentials (softmax, SwiGLU, log-softmax) go through expInPlace, whose
 // blocks of 8 run in an AVX2+FMA kernel generated with avo by

@@ -86,51 +86,17 @@ func TestAttendHeadMatchesNaive(t *testing.T) {
 	}
 }
 
-// transposeRows returns the hd×W transpose of W rows of ld floats (columns
-// 0…hd−1), with leading dimension ldt ≥ W.
-func transposeRows(x []float32, W, hd, ld, ldt int) []float32 {
-	t := make([]float32, hd*ldt)
-	for j := 0; j < W; j++ {
-		for c := 0; c < hd; c++ {
-			t[c*ldt+j] = x[j*ld+c]
-		}
-	}
-	return t
-}
-
-// TestAttendHeadVTMatchesAttendHead: values stored transposed give the same
-// attention (the decoder's prefill path).
-func TestAttendHeadVTMatchesAttendHead(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, tc := range []struct{ n, past int }{{1, 0}, {5, 0}, {70, 3}, {3, 100}} {
-		const hd, ld = 8, 24
-		W := tc.past + tc.n
-		q, k, v := randn(rng, tc.n*ld, 1), randn(rng, W*ld, 1), randn(rng, W*ld, 1)
-		vt := transposeRows(v[8:], W, hd, ld, W+5)
-		want, got := make([]float32, tc.n*ld), make([]float32, tc.n*ld)
-		AttendHead(want, make([]float32, tc.n*W), q, k[8:], v[8:], tc.n, tc.past, hd, ld, ld, ld)
-		AttendHeadVT(got, make([]float32, tc.n*W), q, k[8:], vt, tc.n, tc.past, hd, ld, ld, W+5, ld)
-		want64 := make([]float64, len(want))
-		for i, w := range want {
-			want64[i] = float64(w)
-		}
-		if e := maxRelErr(got, want64); e > 1e-6 {
-			t.Errorf("n=%d past=%d: error %.2e", tc.n, tc.past, e)
-		}
-	}
-}
-
 // TestAttendLastMatchesNaive checks one decoding step for GQA groups of 1 to
-// 5 heads, head sizes on and off the 8-float blocks, against the naive
-// attention of each head's query at the last position.
+// 5 heads, head sizes on and off the 32- and 64-float blocks of
+// gemm.Combine, against the naive attention of each head's query at the
+// last position.
 func TestAttendLastMatchesNaive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, tc := range []struct{ group, W, hd int }{{1, 1, 8}, {1, 37, 32}, {2, 100, 16}, {4, 257, 32}, {5, 9, 8}, {3, 70, 12}} {
+	for _, tc := range []struct{ group, W, hd int }{{1, 1, 8}, {1, 37, 32}, {2, 100, 16}, {4, 257, 32}, {5, 9, 8}, {3, 70, 12}, {1, 50, 64}, {2, 33, 104}} {
 		ldk := tc.hd + 8
 		q, k, v := randn(rng, tc.group*tc.hd, 1), randn(rng, tc.W*ldk, 1), randn(rng, tc.W*ldk, 1)
-		vt := transposeRows(v, tc.W, tc.hd, ldk, tc.W+3)
 		out := make([]float32, tc.group*tc.hd)
-		AttendLast(out, make([]float32, tc.W), q, k, vt, tc.group, tc.W, tc.hd, ldk, tc.W+3)
+		AttendLast(out, make([]float32, tc.W), q, k, v, tc.group, tc.W, tc.hd, ldk)
 		for h := 0; h < tc.group; h++ {
 			want, _ := naiveAttention(q[h*tc.hd:], k, v, 1, tc.W-1, tc.hd, tc.hd, ldk)
 			if e := maxRelErr(out[h*tc.hd:(h+1)*tc.hd], want); e > 1e-5 {
@@ -308,6 +274,72 @@ func TestRopeRoundTrip(t *testing.T) {
 	for i := range x {
 		if math.Abs(float64(y[i]-x[i])) > 1e-5 {
 			t.Fatalf("backward is not the inverse rotation at %d: %g vs %g", i, y[i], x[i])
+		}
+	}
+}
+
+// TestMaxOfSumOf checks the unrolled reductions against plain loops for
+// lengths around their blocks of four.
+func TestMaxOfSumOf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for n := 1; n <= 11; n++ {
+		x := randn(rng, n, 1)
+		m, s := x[0], 0.0
+		for _, v := range x {
+			m = max(m, v)
+			s += float64(v)
+		}
+		if got := maxOf(x); got != m {
+			t.Errorf("n=%d: maxOf = %v, want %v", n, got, m)
+		}
+		if got := sumOf(x); math.Abs(float64(got)-s) > 1e-5 {
+			t.Errorf("n=%d: sumOf = %v, want %v", n, got, s)
+		}
+	}
+}
+
+// TestRopeHeadMatchesRopeForward: one head rotated out of place gives the
+// bits RopeForward gives in place, and leaves its source alone.
+func TestRopeHeadMatchesRopeForward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const T, nH, hd, maxPos = 3, 3, 16, 40
+	cos, sin := make([]float32, maxPos*hd/2), make([]float32, maxPos*hd/2)
+	RopeTables(cos, sin, maxPos, hd, 10000)
+	pos := []int{7, 0, 39}
+	x := randn(rng, T*nH*hd, 1)
+	want := slices.Clone(x)
+	RopeForward(want, cos, sin, pos, T, nH, hd)
+	got := make([]float32, len(x))
+	src := slices.Clone(x)
+	for r, p := range pos {
+		for h := 0; h < nH; h++ {
+			at := (r*nH + h) * hd
+			RopeHead(got[at:at+hd], src[at:at+hd], cos[p*hd/2:(p+1)*hd/2], sin[p*hd/2:(p+1)*hd/2])
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Error("RopeHead differs from RopeForward")
+	}
+	if !slices.Equal(src, x) {
+		t.Error("RopeHead changed its source")
+	}
+}
+
+// TestSwiGLURowsMatchesNaive checks the fused-layout activation against the
+// float64 formula on rows of [gate | up], I not a multiple of the exp block.
+func TestSwiGLURowsMatchesNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const N, I = 5, 300
+	gu := randn(rng, N*2*I, 3)
+	out := make([]float32, N*I)
+	SwiGLURows(out, gu, N, I)
+	for n := 0; n < N; n++ {
+		for i := 0; i < I; i++ {
+			g, u := float64(gu[2*n*I+i]), float64(gu[(2*n+1)*I+i])
+			want := g / (1 + math.Exp(-g)) * u
+			if got := float64(out[n*I+i]); math.Abs(got-want) > 1e-5*math.Max(1, math.Abs(want)) {
+				t.Fatalf("row %d, element %d: %g, want %g", n, i, got, want)
+			}
 		}
 	}
 }

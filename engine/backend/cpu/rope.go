@@ -44,14 +44,27 @@ func rope(x, cos, sin []float32, pos []int, T, nHeads, hd int, sign float32) {
 			c := cos[pos[t]*half : pos[t]*half+half]
 			s := sin[pos[t]*half : pos[t]*half+half]
 			for h := 0; h < nHeads; h++ {
-				x1 := x[t*C+h*hd : t*C+h*hd+half]
-				x2 := x[t*C+h*hd+half : t*C+h*hd+hd]
-				for j := range x1 {
-					a, b, sj := x1[j], x2[j], sign*s[j]
-					x1[j] = a*c[j] - b*sj
-					x2[j] = b*c[j] + a*sj
-				}
+				head := x[t*C+h*hd : t*C+h*hd+hd]
+				ropeHead(head, head, c, s, sign)
 			}
 		}
 	})
+}
+
+// RopeHead rotates one head of len(src) floats at one position as
+// RopeForward does (bit for bit), reading src and writing dst (which may
+// be src); cos and sin are the position's rows of the tables. A decoder
+// uses it to rotate a new key straight into its cache.
+func RopeHead(dst, src, cos, sin []float32) { ropeHead(dst, src, cos, sin, 1) }
+
+func ropeHead(dst, src, c, s []float32, sign float32) {
+	half := len(src) / 2
+	x1, x2 := src[:half], src[half:2*half]
+	y1, y2 := dst[:half], dst[half:2*half]
+	c, s = c[:half], s[:half]
+	for j := range x1 {
+		a, b, sj := x1[j], x2[j], sign*s[j]
+		y1[j] = a*c[j] - b*sj
+		y2[j] = b*c[j] + a*sj
+	}
 }

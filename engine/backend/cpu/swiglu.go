@@ -7,18 +7,35 @@ import "github.com/ragen-go/ragen/engine/backend/cpu/parallel"
 //	out = silu(gate) · up,   silu(g) = g · σ(g)
 func SwiGLUForward(out, gate, up []float32, n int) {
 	parallel.For(n, 1<<14, func(_, lo, hi int) {
-		var e [expBlock]float32 // e^−g
-		for b := lo; b < hi; b += expBlock {
-			m := min(expBlock, hi-b)
-			for j := 0; j < m; j++ {
-				e[j] = -gate[b+j]
-			}
-			expInPlace(e[:m])
-			for j := 0; j < m; j++ {
-				out[b+j] = gate[b+j] / (1 + e[j]) * up[b+j]
-			}
+		swiglu(out[lo:hi], gate[lo:hi], up[lo:hi])
+	})
+}
+
+// SwiGLURows is SwiGLUForward over N rows whose gate and up halves sit side
+// by side, as a fused gate/up projection writes them: row n of gateUp is
+// [gate (I floats) | up (I floats)], row n of out is I floats. Chunks hold
+// about as many elements as SwiGLUForward's.
+func SwiGLURows(out, gateUp []float32, N, I int) {
+	parallel.For(N, max(1, (1<<14)/I), func(_, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			swiglu(out[n*I:(n+1)*I], gateUp[2*n*I:(2*n+1)*I], gateUp[(2*n+1)*I:(2*n+2)*I])
 		}
 	})
+}
+
+// swiglu is out = silu(gate)·up elementwise over len(out) floats.
+func swiglu(out, gate, up []float32) {
+	var e [expBlock]float32 // e^−g
+	for b := 0; b < len(out); b += expBlock {
+		m := min(expBlock, len(out)-b)
+		for j := 0; j < m; j++ {
+			e[j] = -gate[b+j]
+		}
+		expInPlace(e[:m])
+		for j := 0; j < m; j++ {
+			out[b+j] = gate[b+j] / (1 + e[j]) * up[b+j]
+		}
+	}
 }
 
 // SwiGLUBackward accumulates the gradients of SwiGLUForward:

@@ -91,11 +91,11 @@ func BenchmarkTrainStep(b *testing.B) {
 			}
 			b.ResetTimer()
 			for range b.N {
-				if _, _, err := tr.Forward(toks, lens); err != nil {
+				if _, err := tr.Forward(toks, lens, model.Want{LM: true}); err != nil {
 					b.Fatal(err)
 				}
 				tr.ZeroGrad()
-				if err := tr.Backward(dlp, nil); err != nil {
+				if err := tr.Backward(model.Grad{LogProb: dlp}); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := backend.ClipGradNorm(g, tr.Grads, 1); err != nil {
@@ -110,6 +110,9 @@ func BenchmarkTrainStep(b *testing.B) {
 	}
 }
 
+// BenchmarkDecode generates steps tokens for each of slots sequences (one
+// prompt token each, no stop sequence) with Decoder.Generate: the rollout's
+// decoding loop, sampling on the device.
 func BenchmarkDecode(b *testing.B) {
 	g := open(b)
 	const steps = 128
@@ -120,28 +123,23 @@ func BenchmarkDecode(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer tr.Free()
-			dec, err := tr.NewDecoder(m.slots, steps)
+			dec, err := tr.NewDecoder(m.slots, steps+1)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer dec.Free()
-			rngs := make([]*sample.RNG, m.slots)
-			for i := range rngs {
-				rngs[i] = sample.NewRNG(uint64(i))
-			}
-			o := sample.Options{Temperature: 1, TopK: 50, TopP: 0.9}
+			o := model.GenerateOptions{Sample: sample.Options{Temperature: 1, TopK: 50, TopP: 0.9}, MaxNew: steps}
 			b.ResetTimer()
 			for range b.N {
-				dec.Reset()
-				toks := make([]int, m.slots) // token 0 starts every slot
-				for range steps {
-					logits, err := dec.Step(toks)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if toks, err = g.Sample(logits, m.slots, m.cfg.VocabSize, o, rngs); err != nil {
-						b.Fatal(err)
-					}
+				reqs := make([]model.Request, m.slots)
+				for i := range reqs {
+					reqs[i] = model.Request{ID: i, Prompt: []int{0}, RNG: sample.NewRNG(uint64(i))}
+				}
+				if _, err := dec.Generate(reqs, o); err != nil {
+					b.Fatal(err)
+				}
+				for i := range reqs {
+					dec.Remove(i)
 				}
 			}
 			b.ReportMetric(float64(b.N*steps*m.slots)/b.Elapsed().Seconds(), "tok/s")

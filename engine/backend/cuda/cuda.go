@@ -257,6 +257,17 @@ func (b *Backend) download(p unsafe.Pointer, src devptr, n int) {
 	b.sync()
 }
 
+// Copy is a device-to-device copy of n floats, queued on the stream.
+func (b *Backend) Copy(dst, src backend.Buffer, n int) {
+	if !b.need("copy", n, dst, src) || n == 0 {
+		return
+	}
+	defer b.enter()()
+	if err := memcpyDtoD(b.buf(dst).ptr, b.buf(src).ptr, 4*n, b.stream); err != nil {
+		b.err = fmt.Errorf("backend cuda: copy: %w", err)
+	}
+}
+
 func (b *Backend) Zero(x backend.Buffer) {
 	d := b.buf(x)
 	if d.n == 0 || b.err != nil {

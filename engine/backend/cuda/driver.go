@@ -172,6 +172,11 @@ func memcpyDtoH(h unsafe.Pointer, src devptr, n int, s C.CUstream) error {
 	return check("cuMemcpyDtoHAsync", C.cuMemcpyDtoHAsync(h, C.CUdeviceptr(src), C.size_t(n), s))
 }
 
+// memcpyDtoD queues a copy of n bytes between device buffers.
+func memcpyDtoD(dst, src devptr, n int, s C.CUstream) error {
+	return check("cuMemcpyDtoDAsync", C.cuMemcpyDtoDAsync(C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(n), s))
+}
+
 func memsetD32(dst devptr, words int, s C.CUstream) error {
 	return check("cuMemsetD32Async", C.cuMemsetD32Async(C.CUdeviceptr(dst), 0, C.size_t(words), s))
 }

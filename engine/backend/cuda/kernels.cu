@@ -202,27 +202,27 @@ extern "C" __global__ void softmax_causal_backward(float* dP, const float* P, in
     for (int j = threadIdx.x; j < L; j += BLOCK) d[j] = j < valid ? p[j] * (d[j] - dot) * scale : 0;
 }
 
-// append_kv: row s of k and v goes to slot lens[s]−1 of sequence s's cache.
-extern "C" __global__ void append_kv(float* kc, float* vc, const float* k, const float* v, const int* lens, int S, int KV, int maxLen) {
+// append_kv: row r of k and v goes to position lens[r]−1 of slot slots[r]'s
+// cache.
+extern "C" __global__ void append_kv(float* kc, float* vc, const float* k, const float* v, const int* slots, const int* lens, int R, int KV, int maxLen) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= S * KV) return;
-    int s = i / KV, e = i % KV;
-    size_t dst = ((size_t)s * maxLen + lens[s] - 1) * KV + e;
+    if (i >= R * KV) return;
+    int r = i / KV, e = i % KV;
+    size_t dst = ((size_t)slots[r] * maxLen + lens[r] - 1) * KV + e;
     kc[dst] = k[i];
     vc[dst] = v[i];
 }
 
-// attend_cached: one new query per sequence against its KV cache, one
-// block per (sequence, head). q, out: [S, nH·hd]; caches: [S, maxLen,
-// nKV·hd]; lens[s] keys are valid (the new one included). att is scratch
-// of S·nH·maxLen floats.
-extern "C" __global__ void attend_cached(float* out, float* att, const float* q, const float* kc, const float* vc, const int* lens, int nH, int nKV, int hd, int maxLen, float scl) {
+// attend_cached: query row r against the first lens[r] keys and values of
+// slot slots[r]'s cache, one block per (row, head). q, out: [R, nH·hd];
+// caches: [slots, maxLen, nKV·hd]. att is scratch of R·nH·maxLen floats.
+extern "C" __global__ void attend_cached(float* out, float* att, const float* q, const float* kc, const float* vc, const int* slots, const int* lens, int nH, int nKV, int hd, int maxLen, float scl) {
     __shared__ float sh[BLOCK];
     int s = blockIdx.x / nH, h = blockIdx.x % nH, g = h / (nH / nKV);
     int L = lens[s], C = nH * hd, KV = nKV * hd;
     const float* qh = q + (size_t)s * C + (size_t)h * hd;
-    const float* k = kc + (size_t)s * maxLen * KV + (size_t)g * hd;
-    const float* v = vc + (size_t)s * maxLen * KV + (size_t)g * hd;
+    const float* k = kc + (size_t)slots[s] * maxLen * KV + (size_t)g * hd;
+    const float* v = vc + (size_t)slots[s] * maxLen * KV + (size_t)g * hd;
     float* a = att + ((size_t)s * nH + h) * maxLen;
     float m = -INFINITY;
     for (int j = threadIdx.x; j < L; j += BLOCK) {

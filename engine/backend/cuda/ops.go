@@ -5,6 +5,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/ragen-go/ragen/engine/backend"
@@ -201,24 +202,46 @@ func (b *Backend) AttentionBackward(dq, dk, dv, datt, dout, att, q, k, v backend
 	}
 }
 
-func (b *Backend) AppendKV(kc, vc, k, v backend.Buffer, lens []int, KV, maxLen int) {
-	S := len(lens)
-	if !b.need("append_kv", S*maxLen*KV, kc, vc) || !b.need("append_kv", S*KV, k, v) {
+func (b *Backend) AppendKV(kc, vc, k, v backend.Buffer, slots, lens []int, KV, maxLen int) {
+	R := len(lens)
+	if !b.slots("append_kv", slots, lens, maxLen) || !b.need("append_kv", (slices.Max(slots)+1)*maxLen*KV, kc, vc) || !b.need("append_kv", R*KV, k, v) {
 		return
 	}
 	defer b.enter()()
-	b.grid1("append_kv", S*KV, kc, vc, k, v, b.upInts(lens), S, KV, maxLen)
+	ints := b.upInts(append(slices.Clone(slots), lens...)) // one upload: upInts reuses its buffer
+	b.grid1("append_kv", R*KV, kc, vc, k, v, ints, ints.add(R), R, KV, maxLen)
 }
 
-// AttendCached runs attend_cached, one block per (sequence, head).
-func (b *Backend) AttendCached(out, att, q, kc, vc backend.Buffer, lens []int, nH, nKV, hd, maxLen int) {
-	S := len(lens)
-	if !b.need("attend_cached", S*nH*hd, out, q) || !b.need("attend_cached", S*maxLen*nKV*hd, kc, vc) || !b.need("attend_cached", S*nH*maxLen, att) {
+// AttendCached runs attend_cached, one block per (row, head).
+func (b *Backend) AttendCached(out, att, q, kc, vc backend.Buffer, slots, lens []int, nH, nKV, hd, maxLen int) {
+	R := len(lens)
+	if !b.slots("attend_cached", slots, lens, maxLen) || !b.need("attend_cached", R*nH*hd, out, q) ||
+		!b.need("attend_cached", (slices.Max(slots)+1)*maxLen*nKV*hd, kc, vc) || !b.need("attend_cached", R*nH*maxLen, att) {
 		return
 	}
 	defer b.enter()()
 	scl := float32(1 / math.Sqrt(float64(hd)))
-	b.launch("attend_cached", S*nH, block, out, att, q, kc, vc, b.upInts(lens), nH, nKV, hd, maxLen, scl)
+	ints := b.upInts(append(slices.Clone(slots), lens...))
+	b.launch("attend_cached", R*nH, block, out, att, q, kc, vc, ints, ints.add(R), nH, nKV, hd, maxLen, scl)
+}
+
+// slots checks the rows of a KV-cache op on the host: one slot per row,
+// lengths in [1, maxLen] (a kernel would write out of bounds).
+func (b *Backend) slots(op string, slots, lens []int, maxLen int) bool {
+	if b.err != nil {
+		return false
+	}
+	if len(slots) != len(lens) || len(lens) == 0 {
+		b.err = fmt.Errorf("backend cuda: %s: %d slots for %d rows", op, len(slots), len(lens))
+		return false
+	}
+	for r, L := range lens {
+		if L < 1 || L > maxLen || slots[r] < 0 {
+			b.err = fmt.Errorf("backend cuda: %s: row %d: slot %d, length %d outside [1, %d]", op, r, slots[r], L, maxLen)
+			return false
+		}
+	}
+	return true
 }
 
 func (b *Backend) SwiGLUForward(out, gate, up backend.Buffer, n int) {
@@ -298,7 +321,9 @@ func (b *Backend) Sample(logits backend.Buffer, rows, V int, o sample.Options, r
 	defer b.enter()()
 	u := make([]float64, rows)
 	for r, rng := range rngs {
-		u[r] = rng.Float64()
+		if rng != nil { // greedy decoding may have no stream, as in sample.Sampler
+			u[r] = rng.Float64()
+		}
 	}
 	// scratch words: u (2/row), tokens (1/row, padded to even), x (V/row), p (2V/row)
 	ub, tb := 0, 2*rows

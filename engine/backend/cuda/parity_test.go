@@ -136,9 +136,9 @@ func TestOpsParity(t *testing.T) {
 			b.AttentionBackward(x[5], x[6], x[7], x[8], x[9], x[1], x[2], x[3], x[4], lens, nH, nKV, hd)
 		}, []int{8}},
 		{"kv cache", [][]float32{r(3 * 16 * KV), r(3 * 16 * KV), r(3 * KV), r(3 * KV), r(3 * C), zeros(3 * C), zeros(3 * nH * 16)}, func(b backend.Backend, x []backend.Buffer) {
-			l := []int{4, 16, 1}
-			b.AppendKV(x[0], x[1], x[2], x[3], l, KV, 16)
-			b.AttendCached(x[5], x[6], x[4], x[0], x[1], l, nH, nKV, hd, 16)
+			sl, l := []int{2, 0, 1}, []int{4, 16, 1}
+			b.AppendKV(x[0], x[1], x[2], x[3], sl, l, KV, 16)
+			b.AttendCached(x[5], x[6], x[4], x[0], x[1], sl, l, nH, nKV, hd, 16)
 		}, []int{6}},
 		{"swiglu", [][]float32{zeros(999), r(999), r(999), r(999), r(999), r(999)}, func(b backend.Backend, x []backend.Buffer) {
 			b.SwiGLUForward(x[0], x[1], x[2], 999)
@@ -334,7 +334,7 @@ func trainStepParity(t *testing.T, g *Backend, c model.Config) {
 		t.Fatal(err)
 	}
 	defer tr.Free()
-	lp, ent, err := tr.Forward(toks, lens)
+	got, err := tr.Forward(toks, lens, model.Want{LM: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,10 +342,10 @@ func trainStepParity(t *testing.T, g *Backend, c model.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := backend.RelErr(lp, out.LogProb); e > tolF32 {
+	if e := backend.RelErr(got.LogProb, out.LogProb); e > tolF32 {
 		t.Errorf("log-probs: relative error %.3g", e)
 	}
-	if e := backend.RelErr(ent, out.Entropy); e > tolF32 {
+	if e := backend.RelErr(got.Entropy, out.Entropy); e > tolF32 {
 		t.Errorf("entropies: relative error %.3g", e)
 	}
 	dlp, dent := randn(rng, len(toks), 0.1), randn(rng, len(toks), 0.01)
@@ -354,15 +354,15 @@ func trainStepParity(t *testing.T, g *Backend, c model.Config) {
 		t.Fatal(err)
 	}
 	tr.ZeroGrad()
-	if err := tr.Backward(dlp, dent); err != nil {
+	if err := tr.Backward(model.Grad{LogProb: dlp, Entropy: dent}); err != nil {
 		t.Fatal(err)
 	}
-	got := make([]float32, len(m.Grads.Data))
-	if err := g.Download(got, tr.Grads); err != nil {
+	grads := make([]float32, len(m.Grads.Data))
+	if err := g.Download(grads, tr.Grads); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range m.Layout.Views {
-		if e := backend.RelErr(got[v.Offset:v.Offset+v.Size], m.Grads.Data[v.Offset:v.Offset+v.Size]); e > tolF32 {
+		if e := backend.RelErr(grads[v.Offset:v.Offset+v.Size], m.Grads.Data[v.Offset:v.Offset+v.Size]); e > tolF32 {
 			t.Errorf("gradient of %s: relative error %.3g", v.Name, e)
 		}
 	}
@@ -371,8 +371,8 @@ func trainStepParity(t *testing.T, g *Backend, c model.Config) {
 		groups[i] = optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay}
 	}
 	cfg := optim.DefaultConfig()
-	ref, _ := optim.New(cfg, len(got), groups)
-	opt, err := backend.NewAdamW(g, cfg, len(got), groups)
+	ref, _ := optim.New(cfg, len(grads), groups)
+	opt, err := backend.NewAdamW(g, cfg, len(grads), groups)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,10 +381,145 @@ func trainStepParity(t *testing.T, g *Backend, c model.Config) {
 	if _, err := opt.Step(tr.Params, tr.Grads); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Download(got, tr.Params); err != nil {
+	if err := g.Download(grads, tr.Params); err != nil {
 		t.Fatal(err)
 	}
-	if e := backend.RelErr(got, m.Params.Data); e > tolF32 {
+	if e := backend.RelErr(grads, m.Params.Data); e > tolF32 {
 		t.Errorf("parameters after AdamW: relative error %.3g", e)
+	}
+}
+
+// The critic — a value head, no LM head — on CUDA against model.Model on
+// the CPU: values and every gradient.
+func TestCriticStepParity(t *testing.T) {
+	g := open(t)
+	c := model.Tiny()
+	c.LMHead, c.ValueHead = false, true
+	m, err := model.New(c, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(6, 6))
+	for _, name := range []string{"value_head.weight", "value_head.bias"} { // a fresh head is zero
+		v, _ := m.Layout.Lookup(name)
+		copy(m.Params.Data[v.Offset:v.Offset+v.Size], randn(rng, v.Size, 0.1))
+	}
+	lens := []int{30, 5, 1}
+	var toks []int
+	for _, L := range lens {
+		for range L {
+			toks = append(toks, rng.IntN(c.VocabSize))
+		}
+	}
+	tr, err := backend.NewTransformer(g, c, m.Params.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Free()
+	got, err := tr.Forward(toks, lens, model.Want{Value: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Forward(toks, lens, model.Want{Value: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := backend.RelErr(got.Value, out.Value); e > tolF32 {
+		t.Errorf("values: relative error %.3g", e)
+	}
+	dv := randn(rng, len(toks), 0.1)
+	m.ZeroGrad()
+	if err := m.Backward(model.Grad{Value: dv}); err != nil {
+		t.Fatal(err)
+	}
+	tr.ZeroGrad()
+	if err := tr.Backward(model.Grad{Value: dv}); err != nil {
+		t.Fatal(err)
+	}
+	grads := make([]float32, len(m.Grads.Data))
+	if err := g.Download(grads, tr.Grads); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range m.Layout.Views {
+		if e := backend.RelErr(grads[v.Offset:v.Offset+v.Size], m.Grads.Data[v.Offset:v.Offset+v.Size]); e > tolF32 {
+			t.Errorf("gradient of %s: relative error %.3g", v.Name, e)
+		}
+	}
+}
+
+// Multi-turn decoding on CUDA against the CPU backend's Decoder: the
+// logits of a prefill (blocks of rows, slots, a cache that grows with its
+// prefixes copied on the device) and of a follow-up chunk, then greedy
+// generation (a near-tie of a random model's logits could flip a token;
+// the logits' error is checked first).
+func TestDecoderParity(t *testing.T) {
+	g := open(t)
+	c := model.Tiny()
+	c.MaxPositions = 600
+	m, err := model.New(c, 13)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, err := backend.NewTransformer(&backend.CPU{}, c, m.Params.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gt, err := backend.NewTransformer(g, c, m.Params.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gt.Free()
+	cd, _ := ct.NewDecoder(3, c.MaxPositions)
+	gd, err := gt.NewDecoder(3, c.MaxPositions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gd.Free()
+	rng := rand.New(rand.NewPCG(7, 7))
+	chunk := func(n int) []int {
+		x := make([]int, n)
+		for i := range x {
+			x[i] = rng.IntN(c.VocabSize)
+		}
+		return x
+	}
+	V := c.VocabSize
+	for step, a := range []struct {
+		ids    []int
+		chunks [][]int
+	}{
+		{[]int{0, 1, 2}, [][]int{chunk(200), chunk(7), chunk(40)}},
+		{[]int{2, 0}, [][]int{chunk(3), chunk(350)}}, // sequence 0 outgrows the first caches
+	} {
+		want, err := cd.Append(a.ids, a.chunks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := gd.Append(a.ids, a.chunks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host := make([]float32, len(a.ids)*V)
+		if err := g.Download(host, got); err != nil {
+			t.Fatal(err)
+		}
+		if e := backend.RelErr(host, want.(backend.Host)[:len(host)]); e > tolF32 {
+			t.Errorf("append %d: logits: relative error %.3g", step, e)
+		}
+	}
+	reqs := []model.Request{{ID: 1, Prompt: chunk(5)}, {ID: 2, Prompt: chunk(2)}, {ID: 0, Prompt: chunk(1)}}
+	o := model.GenerateOptions{MaxNew: 16} // greedy: no RNG needed
+	want, err := cd.Generate(reqs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := gd.Generate(reqs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range reqs {
+		if fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
+			t.Errorf("sequence %d: greedy tokens %v, cpu %v", reqs[i].ID, got[i], want[i])
+		}
 	}
 }

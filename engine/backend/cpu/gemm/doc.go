@@ -20,9 +20,14 @@
 //
 // When A is not transposed (A·B and A·Bᵀ, the forward pass and dX) the
 // assembly path does not pack A at all: a second kernel (kernelAVX2Rows)
-// broadcasts straight from the 6 stored rows. Packing A costs about one
-// copy per element of A, which is as much as the arithmetic when n is small
-// (n = 32 for attention's A·V: packing took 54% of the time there).
+// broadcasts straight from the 6 stored rows, and kernels of 1–5 rows take
+// the rows left at the bottom. Packing A costs about one copy per element
+// of A, which is as much as the arithmetic when n is small (n = 32 for
+// attention's A·V: packing took 54% of the time there), and when m is (a
+// decoding step's 16 rows: packing the last 4 and computing 6 rows for
+// them took a quarter of the product). In row blocks of at most streamRows
+// rows — products whose B panels each arrive from memory for a few tiles —
+// the in-place kernels also prefetch the next B panel (the Pf variants).
 // Packing a transposed B (A·Bᵀ) goes through 8×8 register transposes
 // (packTrans8, generated with the kernels) instead of a scalar scatter, and
 // a full panel of a transposed A (Aᵀ·B: weight gradients, attention's dK and
@@ -32,17 +37,21 @@
 // sequences — packs nothing: dot4 takes dot products of the stored rows,
 // four rows of W at a time (3× faster than packing W for one row).
 //
-// Dots is the one-row product on its own, for a decoding step's attention
-// (q·kᵀ over the cached keys, p·v over the transposed values, rows of one
-// head, 32 floats): the assembly dot8 loops over groups of eight rows of B
-// and reduces each group in one tree, with none of Sgemm's bookkeeping (it
-// made a decoding step 20% faster than the dot4 path).
+// Dots and Combine are the one-row products on their own, for a decoding
+// step's attention against the cached keys and values (rows of one head, 32
+// or 64 floats): Dots (q·kᵀ) loops over groups of eight rows of B in the
+// assembly dot8 and reduces each group in one tree, with none of Sgemm's
+// bookkeeping (it made a decoding step 20% faster than the dot4 path);
+// Combine (p·v) keeps a row of 32 or 64 outputs in registers (comb32,
+// comb64) while it streams the rows of B once, in order. Both prefetch
+// ahead of the rows they read: the caches stream from memory.
 //
 // PackB packs op(B) once for many products (SgemmPacked): a decoder packs
 // each weight matrix when it is created, since at 16 rows packing a weight
 // at every step cost as much as the product. SgemmPacked gives the same
 // bits as Sgemm on the same operands, and splits over the pool from a lower
-// size (packedParMinFlops), since its chunks pack nothing.
+// size (packedParMinFlops), into smaller chunks (packedChunkFlops), since
+// its chunks pack nothing.
 //
 // The micro-kernel computes one 6×16 tile of C with the 12 sums held in
 // 12 YMM registers for the whole k block: per k step it loads 16 values of
@@ -73,8 +82,9 @@
 // parMaxChunks, near-square, with row and column steps that are multiples of
 // the tile. The chunks run on the persistent pool of package parallel. When
 // there are several row chunks, all of op(B) is packed once before the loop
-// and shared (read-only); otherwise each chunk packs its own columns of B. Every element of C is summed
-// over the same k blocks in the same order, by the same kernel, whichever
+// and shared (read-only); otherwise each chunk packs its own columns of B.
+// Every element of C is summed over the same k blocks in the same order,
+// with the same FMAs whichever kernel variant computes its tile, whichever
 // chunk or goroutine computes it, so Sgemm, SgemmSerial and any GOMAXPROCS
 // give bit-identical results. Products under parMinFlops run serially:
 // starting a parallel loop costs a few µs even with spinning workers, and

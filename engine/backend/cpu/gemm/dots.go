@@ -46,3 +46,40 @@ func Dots(out, a, b []float32, k, ldb int) {
 		out[r] = s
 	}
 }
+
+// Combine sets out[c] = Σ_{p<k} w[p]·b[p·ldb+c] for c < len(out): one row
+// times a matrix of k stored rows, ldb floats apart — the product C = A·B
+// with one row, as SgemmSerial(false, false, 1, len(out), k, 1, w, k, b,
+// ldb, 0, out, len(out)) computes it up to rounding. It serves a decoding
+// step's p·v against the cached values (W positions of a head's channels):
+// the assembly keeps 64 or 32 outputs in registers while it streams the
+// rows of B once, in order, where Sgemm would pack them first. Columns past
+// the last block of 32 are summed in Go. Each output is summed in an order
+// that depends on k and its column only. Runs on the calling goroutine.
+func Combine(out, w, b []float32, k, ldb int) {
+	n := len(out)
+	if k < 0 {
+		panic(fmt.Sprintf("gemm: Combine: negative k = %d", k))
+	}
+	if len(w) < k {
+		panic(fmt.Sprintf("gemm: Combine: len(w) = %d < k = %d", len(w), k))
+	}
+	checkMatrix("b", b, k, n, ldb)
+	c := 0
+	if useAsm && k > 0 {
+		for ; c+64 <= n; c += 64 {
+			combRows(64, k, w, b[c:], ldb, out[c:])
+		}
+		if c+32 <= n {
+			combRows(32, k, w, b[c:], ldb, out[c:])
+			c += 32
+		}
+	}
+	rest := out[c:]
+	clear(rest)
+	for p, x := range w[:k] {
+		for j, y := range b[p*ldb+c : p*ldb+n] {
+			rest[j] += x * y
+		}
+	}
+}

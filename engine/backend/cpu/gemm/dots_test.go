@@ -31,6 +31,54 @@ func TestDotsMatchesNaive(t *testing.T) {
 	})
 }
 
+// TestCombineMatchesNaive checks Combine against the naive product A·B with
+// one row, over widths around the 32- and 64-column blocks, k odd and even
+// (comb32 pairs the steps), and padded rows of B.
+func TestCombineMatchesNaive(t *testing.T) {
+	kernels(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(7, 8))
+		for _, n := range []int{0, 1, 8, 31, 32, 33, 64, 65, 96, 100, 128, 136} {
+			for _, k := range []int{0, 1, 2, 3, 7, 8, 64, 129} {
+				ldb := n + 5
+				w, b := randMatrix(r, k), randMatrix(r, max(k*ldb, 1))
+				got, want := make([]float32, n), make([]float32, n)
+				for i := range got {
+					got[i] = float32(math.NaN()) // Combine overwrites out
+				}
+				Combine(got, w, b, k, ldb)
+				naive(false, false, 1, n, k, 1, w, max(k, 1), b, ldb, 0, want, max(n, 1))
+				for i := range got {
+					tol := 1e-5 * float64(k+1)
+					if d := math.Abs(float64(got[i] - want[i])); !(d <= tol) {
+						t.Fatalf("n=%d k=%d: out[%d] = %v, naive %v", n, k, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestCombineRejectsShortOperands(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		w, b []float32
+		k    int
+	}{
+		{"short w", make([]float32, 3), make([]float32, 64*4), 4},
+		{"short b", make([]float32, 8), make([]float32, 64*8-1), 8},
+		{"negative k", nil, nil, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+			}()
+			Combine(make([]float32, 64), c.w, c.b, c.k, 64)
+		})
+	}
+}
+
 func TestDotsRejectsShortOperands(t *testing.T) {
 	for _, c := range []struct {
 		name string

@@ -191,6 +191,36 @@ func TestSgemmNothingToSum(t *testing.T) {
 	Sgemm(false, false, 0, 5, 5, 1, nil, 5, nil, 5, 0, nil, 5) // empty C
 }
 
+// TestSgemmRowsMatchPackedA: reading A in place (kernelAVX2Rows and its
+// 1–5-row variants for the last tile, with the prefetching Pf variants up to
+// streamRows rows) gives the bits of the packed-A kernel, reached here
+// through the same product with A stored transposed.
+func TestSgemmRowsMatchPackedA(t *testing.T) {
+	if !useAsm {
+		t.Skip("no assembly kernel")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, m := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 23, 24, 25, 26, 27, 28, 29, 31} {
+		const n, k = 40, 70
+		a, b := randMatrix(r, m*k), randMatrix(r, k*n)
+		at := make([]float32, k*m)
+		for i := 0; i < m; i++ {
+			for p := 0; p < k; p++ {
+				at[p*m+i] = a[i*k+p]
+			}
+		}
+		c0, c1 := randMatrix(r, m*n), make([]float32, m*n)
+		copy(c1, c0)
+		SgemmSerial(false, false, m, n, k, 0.5, a, k, b, n, 0.25, c0, n)
+		SgemmSerial(true, false, m, n, k, 0.5, at, m, b, n, 0.25, c1, n)
+		for i := range c0 {
+			if math.Float32bits(c0[i]) != math.Float32bits(c1[i]) {
+				t.Fatalf("m=%d: C[%d] = %v (A in place), %v (A packed)", m, i, c0[i], c1[i])
+			}
+		}
+	}
+}
+
 // TestSgemmDeterministic: the same product is bit-identical whatever
 // GOMAXPROCS, and Sgemm equals SgemmSerial bit for bit.
 func TestSgemmDeterministic(t *testing.T) {
@@ -242,7 +272,7 @@ func TestSgemmBadArgumentsPanic(t *testing.T) {
 // the register tile, and depends on the shape only.
 func TestPartition(t *testing.T) {
 	for _, s := range [][3]int{{512, 128, 128}, {256, 8192, 256}, {1024, 1024, 1024}, {5, 3000, 700}, {3000, 7, 700}} {
-		rs, cs := partition(s[0], s[1], s[2])
+		rs, cs := partition(s[0], s[1], s[2], parChunkFlops)
 		if rs%mr != 0 || cs%nr != 0 || rs <= 0 || cs <= 0 {
 			t.Errorf("partition%v = %d, %d: not positive multiples of %d, %d", s, rs, cs, mr, nr)
 		}
@@ -251,7 +281,7 @@ func TestPartition(t *testing.T) {
 			t.Errorf("partition%v: %d chunks > %d", s, chunks, parMaxChunks)
 		}
 	}
-	if rs, cs := partition(1024, 1024, 1024); rs != 258 || cs != 256 {
+	if rs, cs := partition(1024, 1024, 1024, parChunkFlops); rs != 258 || cs != 256 {
 		t.Errorf("partition(1024,1024,1024) = %d×%d tiles, want a 4×4 grid of 258×256", rs, cs)
 	}
 }

@@ -20,14 +20,33 @@ func kernel(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 	kernelGo(kc, a, b, c, ldc, alpha, beta)
 }
 
-// kernelRows is kernel with A read in place: a starts at the tile's A
-// element (row 0, k step 0), row i at a[i·lda:], kc steps each.
-func kernelRows(kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32) {
-	_ = a[(mr-1)*lda+kc-1] // the assembly does no bounds checks
+// kernelRows is kernel for a tile of h ≤ mr rows with A read in place: a
+// starts at the tile's A element (row 0, k step 0), row i at a[i·lda:], kc
+// steps each; c receives h rows. With stream the kernel prefetches the next
+// B panel as it goes (see problem.macro).
+func kernelRows(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32, stream bool) {
+	_ = a[(h-1)*lda+kc-1] // the assembly does no bounds checks
 	_ = b[nr*kc-1]
-	_ = c[(mr-1)*ldc+nr-1]
-	kernelAVX2Rows(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	_ = c[(h-1)*ldc+nr-1]
+	k := rowKernels[h]
+	if stream {
+		k = streamKernels[h]
+	}
+	k(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 }
+
+type rowKernel func(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
+
+// rowKernels[h] and streamKernels[h] are the in-place kernels for h rows,
+// without and with the prefetch of the next B panel.
+var (
+	rowKernels = [mr + 1]rowKernel{
+		1: kernelAVX2Rows1, 2: kernelAVX2Rows2, 3: kernelAVX2Rows3, 4: kernelAVX2Rows4, 5: kernelAVX2Rows5, 6: kernelAVX2Rows,
+	}
+	streamKernels = [mr + 1]rowKernel{
+		1: kernelAVX2Rows1Pf, 2: kernelAVX2Rows2Pf, 3: kernelAVX2Rows3Pf, 4: kernelAVX2Rows4Pf, 5: kernelAVX2Rows5Pf, 6: kernelAVX2RowsPf,
+	}
+)
 
 // packTrans packs the k steps [0, kc8) of a full nr-wide panel of a
 // transposed B (lane j is the stored row at b[off+j·ldb:]), kc8 being kc
@@ -85,4 +104,17 @@ func dotRows8(n8, k8 int, a, b []float32, ldb int, out []float32) {
 	_ = b[(8*n8-1)*ldb+k8-1]
 	_ = out[8*n8-1]
 	dot8(n8, k8, &a[0], &b[0], ldb, &out[0])
+}
+
+// combRows sets out[c] = Σ_{p<k} w[p]·b[p·ldb+c] for c < width (64 or 32)
+// with the assembly comb64 or comb32.
+func combRows(width, k int, w, b []float32, ldb int, out []float32) {
+	_ = w[k-1] // the assembly does no bounds checks
+	_ = b[(k-1)*ldb+width-1]
+	_ = out[width-1]
+	if width == 64 {
+		comb64(k, &w[0], &b[0], ldb, &out[0])
+		return
+	}
+	comb32(k, &w[0], &b[0], ldb, &out[0])
 }

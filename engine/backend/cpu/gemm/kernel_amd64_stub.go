@@ -14,6 +14,50 @@ func kernelAVX2(kc int, a *float32, b *float32, c *float32, ldc int, alpha float
 // Requires AVX2 and FMA.
 func kernelAVX2Rows(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
+// kernelAVX2Rows5 is kernelAVX2Rows for a tile of 5 rows (5 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2Rows5(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Rows4 is kernelAVX2Rows for a tile of 4 rows (4 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2Rows4(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Rows3 is kernelAVX2Rows for a tile of 3 rows (3 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2Rows3(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Rows2 is kernelAVX2Rows for a tile of 2 rows (2 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2Rows2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Rows1 is kernelAVX2Rows for a tile of 1 rows (1 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2Rows1(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2RowsPf is kernelAVX2Rows that also prefetches the next B panel (kc·16 floats on).
+// Requires AVX2 and FMA.
+func kernelAVX2RowsPf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Rows5Pf is kernelAVX2Rows5 that also prefetches the next B panel (kc·16 floats on).
+// Requires AVX2 and FMA.
+func kernelAVX2Rows5Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Rows4Pf is kernelAVX2Rows4 that also prefetches the next B panel (kc·16 floats on).
+// Requires AVX2 and FMA.
+func kernelAVX2Rows4Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Rows3Pf is kernelAVX2Rows3 that also prefetches the next B panel (kc·16 floats on).
+// Requires AVX2 and FMA.
+func kernelAVX2Rows3Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Rows2Pf is kernelAVX2Rows2 that also prefetches the next B panel (kc·16 floats on).
+// Requires AVX2 and FMA.
+func kernelAVX2Rows2Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Rows1Pf is kernelAVX2Rows1 that also prefetches the next B panel (kc·16 floats on).
+// Requires AVX2 and FMA.
+func kernelAVX2Rows1Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
 // packTrans8 sets dst[16p + r] = src[r·ld + p] for r < 8 and p < kc8, a multiple of 8
 // (ld in elements): 8 rows of a transposed B into 8 lanes of a packed 16-wide panel.
 // Requires AVX.
@@ -41,3 +85,17 @@ func dot4(k16 int, a *float32, b *float32, ldb int, out *float32)
 //
 //go:noescape
 func dot8(n8 int, k8 int, a *float32, b *float32, ldb int, out *float32)
+
+// comb64 sets out[c] = Σ_{p<k} w[p]·b[p·ldb + c] for c < 64 (ldb in elements), summed in
+// order of p.
+// Requires AVX2 and FMA.
+//
+//go:noescape
+func comb64(k int, w *float32, b *float32, ldb int, out *float32)
+
+// comb32 sets out[c] = Σ_{p<k} w[p]·b[p·ldb + c] for c < 32 (ldb in elements): the sum
+// over even p plus the sum over odd p, each in order of p.
+// Requires AVX2 and FMA.
+//
+//go:noescape
+func comb32(k int, w *float32, b *float32, ldb int, out *float32)

@@ -11,7 +11,7 @@ func kernel(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 }
 
 // kernelRows is only called when useAsm is set, which it never is here.
-func kernelRows(kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32) {
+func kernelRows(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32, stream bool) {
 	panic("gemm: kernelRows without an assembly kernel")
 }
 
@@ -32,4 +32,9 @@ func packColsAsm(pan, a []float32, off, lda, kc int) bool { return false }
 // dotRows8 is only called when useAsm is set, which it never is here.
 func dotRows8(n8, k8 int, a, b []float32, ldb int, out []float32) {
 	panic("gemm: dotRows8 without an assembly kernel")
+}
+
+// combRows is only called when useAsm is set, which it never is here.
+func combRows(width, k int, w, b []float32, ldb int, out []float32) {
+	panic("gemm: combRows without an assembly kernel")
 }

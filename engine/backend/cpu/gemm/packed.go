@@ -51,10 +51,18 @@ func SgemmPacked(m int, alpha float32, a []float32, lda int, p *PackedB, beta fl
 		g.serial()
 		return
 	}
-	g.parallel()
+	g.parallel(packedChunkFlops)
 }
 
 // packedParMinFlops is SgemmPacked's threshold for the parallel path: with
 // B already packed a chunk only reads it, so splitting pays from about
 // 20 µs of work (the pool's round trip is ~250 ns when its workers spin).
 const packedParMinFlops = 1 << 20
+
+// packedChunkFlops is the work per chunk of SgemmPacked's parallel path,
+// smaller than Sgemm's: a chunk packs nothing, and a decoding step's
+// products (16 rows by a few hundred columns, 2–12 MFLOP) then split into
+// several chunks, so a caller whose helper is late — woken from parking,
+// or descheduled on a machine shared with other work — takes more of them
+// instead of waiting with nothing to do.
+const packedChunkFlops = 1 << 20

@@ -17,7 +17,11 @@
 // parked goroutine on an idle core costs 20–100 µs on the 2-vCPU machines
 // this project targets, more than many loops of a training step last, while
 // loops that follow each other within 50 µs find the worker awake (a For
-// round trip then costs well under a microsecond of overhead).
+// round trip then costs well under a microsecond of overhead). The caller,
+// once its own chunks are done, likewise spins for spinFor while the
+// chunks other workers took finish, then blocks until the last one does:
+// on a machine shared with other processes a worker may be descheduled in
+// the middle of a chunk, and spinning on would only take CPU time from it.
 //
 // The pool runs one loop at a time. A For that finds it busy — nested in
 // another For's body, or called by another goroutine meanwhile — runs its

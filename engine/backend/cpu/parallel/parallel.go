@@ -1,9 +1,11 @@
 package parallel
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -23,7 +25,9 @@ func Chunks(n, grain int) int {
 // The pool serves one loop at a time: a For that finds it busy — called from
 // inside another For's body, or from another goroutine meanwhile — runs its
 // chunks serially on the calling goroutine, in chunk order. That never
-// deadlocks and gives the same results, since the chunks are the same.
+// deadlocks and gives the same results, since the chunks are the same. For
+// also runs serially for a while when the process has not been getting the
+// CPU time of a second core (see cpuSample).
 // A panic in a body is re-raised by For on the calling goroutine once the
 // other chunks have finished.
 func For(n, grain int, body func(chunk, lo, hi int)) {
@@ -35,7 +39,7 @@ func For(n, grain int, body func(chunk, lo, hi int)) {
 		return
 	}
 	helpers := min(runtime.GOMAXPROCS(0), nc) - 1
-	if helpers == 0 || !thePool.busy.CompareAndSwap(false, true) {
+	if helpers == 0 || thePool.starved() || !thePool.busy.CompareAndSwap(false, true) {
 		for c := 0; c < nc; c++ {
 			lo := c * grain
 			body(c, lo, min(lo+grain, n))
@@ -43,7 +47,7 @@ func For(n, grain int, body func(chunk, lo, hi int)) {
 		return
 	}
 	defer thePool.busy.Store(false)
-	thePool.run(&job{n: n, grain: grain, chunks: int64(nc), body: body}, helpers)
+	thePool.run(&job{n: n, grain: grain, chunks: int64(nc), body: body, finished: make(chan struct{}, 1)}, helpers)
 }
 
 // spinFor is how long an idle worker keeps polling for the next loop before
@@ -61,18 +65,23 @@ type job struct {
 	next     atomic.Int64 // next chunk to hand out
 	done     atomic.Int64 // chunks finished
 	panicked atomic.Pointer[panicValue]
+	// waiting is set by For's caller before it blocks on finished; the
+	// goroutine that finishes the last chunk then sends on finished.
+	waiting  atomic.Bool
+	finished chan struct{}
 }
 
 type panicValue struct{ v any }
 
-// work runs chunks until none are left.
-func (j *job) work() {
+// work runs chunks until none are left and returns how many it ran.
+func (j *job) work() (ran int) {
 	for {
 		c := j.next.Add(1) - 1
 		if c >= j.chunks {
-			return
+			return ran
 		}
 		j.runChunk(int(c))
+		ran++
 	}
 }
 
@@ -81,7 +90,9 @@ func (j *job) runChunk(c int) {
 		if r := recover(); r != nil {
 			j.panicked.CompareAndSwap(nil, &panicValue{r})
 		}
-		j.done.Add(1)
+		if j.done.Add(1) == j.chunks && j.waiting.Load() {
+			j.finished <- struct{}{}
+		}
 	}()
 	lo := c * j.grain
 	j.body(c, lo, min(lo+j.grain, j.n))
@@ -95,6 +106,11 @@ type pool struct {
 	gen     atomic.Uint64
 	current atomic.Pointer[job]
 
+	// serialUntil (Unix ns): For runs loops serially until then. The
+	// sample (see measure) is touched only by the goroutine owning the pool.
+	serialUntil atomic.Int64
+	sample      cpuSample
+
 	mu      sync.Mutex // guards workers (grown on demand)
 	workers []*worker
 }
@@ -104,7 +120,9 @@ type worker struct {
 	wake   chan struct{} // capacity 1: one pending wake-up
 }
 
-var thePool pool
+// thePool samples its loops except in tests, which compare GOMAXPROCS=1
+// and 2 and so must run the pool's parallel path whatever the machine's load.
+var thePool = pool{sample: cpuSample{off: testing.Testing()}}
 
 func (p *pool) run(j *job, helpers int) {
 	p.mu.Lock()
@@ -123,16 +141,110 @@ func (p *pool) run(j *job, helpers int) {
 			w.wake <- struct{}{}
 		}
 	}
-	j.work()
-	// Wait for chunks other workers took; they are already running.
-	for spins := 0; j.done.Load() < j.chunks; spins++ {
-		if spins > 100 {
-			runtime.Gosched()
-		}
-	}
+	p.sample.begin()
+	ran := j.work()
+	p.sample.end(int(j.chunks)-ran, int(j.chunks), &p.serialUntil)
+	j.wait()
 	p.current.Store(nil) // drop the closure so it can be collected
 	if pv := j.panicked.Load(); pv != nil {
 		panic(pv.v)
+	}
+}
+
+// Parallel loops pay only when the process gets more than one core. On a
+// machine shared with other busy processes it may not: Linux's CFS shares
+// the CPU between sessions (autogroups), not threads, so a second thread of
+// ours then only takes time from the first, and every loop also waits on
+// the slower of the two (`ragen bench` decoded up to 1.5× faster with
+// GOMAXPROCS=1 under a load average of 7 on the 2-vCPU machines, the
+// process using 1.0 CPU either way). So every sampleEvery the pool samples sampleLoops
+// parallel loops in which the other workers took part (at least a quarter
+// of the chunks, so a worker still waking up does not count): the process
+// CPU time over the wall time from publishing the loop until the caller
+// runs out of chunks — about 2 when two cores are free, about 1 when the
+// second thread only shares the first one's time. Below minCores, For runs
+// serially for serialFor (the workers park and stop spinning), then
+// samples again. Which goroutine runs a chunk never changes the results.
+const (
+	sampleEvery = 50 * time.Millisecond
+	sampleLoops = 16
+	minCores    = 1.3
+	serialFor   = 200 * time.Millisecond
+)
+
+// cpuSample accumulates the sampled loops.
+type cpuSample struct {
+	off        bool  // never sample
+	next       int64 // Unix ns: sample the loops from then on
+	on         bool  // the current loop is sampled
+	start, cpu int64 // the current loop's start (Unix ns) and process CPU time
+	loops      int
+	wall, used int64 // sums over the sampled loops, ns
+}
+
+// starved reports whether For should run serially now.
+func (p *pool) starved() bool {
+	until := p.serialUntil.Load()
+	return until != 0 && time.Now().UnixNano() < until
+}
+
+// begin starts the measure of a loop if it is time to sample.
+func (s *cpuSample) begin() {
+	s.on = false
+	now := time.Now().UnixNano()
+	if s.off || now < s.next {
+		return
+	}
+	cpu, ok := processCPUTime()
+	if !ok {
+		s.next = math.MaxInt64
+		return
+	}
+	s.on, s.start, s.cpu = true, now, cpu
+}
+
+// end closes the measure of a loop in which others ran helped chunks out of
+// chunks, and when sampleLoops are in, gives the verdict: serialUntil set
+// when the process got less than minCores.
+func (s *cpuSample) end(helped, chunks int, serialUntil *atomic.Int64) {
+	if !s.on || 4*helped < chunks {
+		return
+	}
+	cpu, _ := processCPUTime()
+	now := time.Now().UnixNano()
+	s.wall += now - s.start
+	s.used += cpu - s.cpu
+	if s.loops++; s.loops < sampleLoops {
+		return
+	}
+	s.next = now + int64(sampleEvery)
+	if float64(s.used) < minCores*float64(s.wall) {
+		serialUntil.Store(now + int64(serialFor))
+		s.next = now + int64(serialFor)
+	}
+	s.loops, s.wall, s.used = 0, 0, 0
+}
+
+// wait returns once every chunk has finished. The chunks other workers
+// took are already running, so it spins for spinFor, then blocks: on a
+// machine shared with other processes the OS may have preempted a worker in
+// the middle of its chunk, and a caller spinning on its core for the rest
+// of a time slice would only delay that worker further.
+func (j *job) wait() {
+	if j.done.Load() == j.chunks {
+		return
+	}
+	start := time.Now()
+	for spins := 0; j.done.Load() < j.chunks; spins++ {
+		if spins%64 == 63 && time.Since(start) > spinFor {
+			// The chunk that finishes last sends once waiting is set: either
+			// it sees the flag, or this check sees its count.
+			j.waiting.Store(true)
+			if j.done.Load() < j.chunks {
+				<-j.finished
+			}
+			return
+		}
 	}
 }
 

@@ -104,6 +104,46 @@ func TestForAfterIdle(t *testing.T) {
 	checkCover(t, 100, 1)
 }
 
+// TestForSerialWhenStarved: when the sampled parallel loops got less than
+// minCores of CPU time, For runs its chunks in order on the caller for
+// serialFor; loops the other workers did not take part in are not sampled.
+func TestForSerialWhenStarved(t *testing.T) {
+	if _, ok := processCPUTime(); !ok {
+		t.Skip("no process CPU time here")
+	}
+	var s cpuSample
+	var until atomic.Int64
+	for i := 0; i < 2*sampleLoops; i++ { // the others took no part: no verdict
+		s.begin()
+		s.end(0, 4, &until)
+	}
+	if until.Load() != 0 || s.loops != 0 {
+		t.Fatalf("loops without the other workers were sampled (%d)", s.loops)
+	}
+	for i := 0; i < sampleLoops; i++ {
+		s.begin()
+		time.Sleep(100 * time.Microsecond) // wall time without CPU time
+		s.end(2, 4, &until)
+	}
+	if until.Load() <= time.Now().UnixNano() {
+		t.Fatal("no switch to serial loops after loops without CPU time")
+	}
+
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	thePool.serialUntil.Store(until.Load())
+	defer thePool.serialUntil.Store(0)
+	var order []int // appended without a lock: the chunks must run on this goroutine, in order
+	For(50, 1, func(chunk, _, _ int) { order = append(order, chunk) })
+	if len(order) != 50 {
+		t.Fatalf("serial loop ran %d chunks, want 50", len(order))
+	}
+	for i, c := range order {
+		if c != i {
+			t.Fatalf("serial loop ran chunk %d at place %d", c, i)
+		}
+	}
+}
+
 func TestForPanicPropagates(t *testing.T) {
 	defer func() {
 		if r := recover(); r != "boom" {
