@@ -21,7 +21,7 @@ import (
 
 // warmStartVersion changes whenever the warm start's procedure changes, so
 // caches made by an older procedure are not reused.
-const warmStartVersion = 1
+const warmStartVersion = 2 // 2: FrozenLake's expert reasons from the two positions
 
 // warmStart returns the tokenizer and the policy the RL phase starts from:
 //
@@ -199,9 +199,17 @@ func warmStartKey(cfg *Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	env := cfg.Env
+	env, opts := cfg.Env, map[string]any(cfg.EnvOptions)
 	if cfg.NewEnv != nil {
 		env = "custom:" + cfg.label()
+	} else if spec, ok := envs.Lookup(cfg.Env); ok {
+		// Resolved options (defaults filled in, values of their kinds), so
+		// that two spellings of one environment share their warm start.
+		resolved, err := spec.Resolve(cfg.EnvOptions)
+		if err != nil {
+			return "", fmt.Errorf("warm start: %w", err)
+		}
+		opts = resolved
 	}
 	b, err := json.Marshal(struct {
 		Version          int
@@ -214,7 +222,7 @@ func warmStartKey(cfg *Config) (string, error) {
 		Think            bool
 		FormatPenalty    float64
 		Backend          string `json:",omitempty"` // "" for cpu: the host path's keys predate backends
-	}{warmStartVersion, env, cfg.EnvOptions, mc, cfg.WarmStart, cfg.Seed, cfg.MaxTokensPerTurn, cfg.Think, cfg.FormatPenalty, warmStartBackend(cfg.Backend)})
+	}{warmStartVersion, env, opts, mc, cfg.WarmStart, cfg.Seed, cfg.MaxTokensPerTurn, cfg.Think, cfg.FormatPenalty, warmStartBackend(cfg.Backend)})
 	if err != nil {
 		return "", fmt.Errorf("warm start: env_options: %w", err)
 	}

@@ -63,27 +63,29 @@ func (e *Env) cut(acts []string) []string {
 	return acts
 }
 
+// explain reasons in the order a small model can follow, one easy step at
+// a time: copy the two positions from the state (counted from 0, as the
+// coordinate observation gives them), take their difference, then name
+// the moves. Reasoning that jumps straight to "the goal lies two rows up"
+// asks the model to find two positions and subtract them in one token;
+// warm-started policies that learned from such text never learned to read
+// the map.
 func (e *Env) explain(rng *rand.Rand, where string, detour bool, acts []string, pathLen int) string {
+	g := e.goalAt()
 	var b strings.Builder
-	switch rng.Intn(3) {
-	case 0:
-		fmt.Fprintf(&b, "The goal is %s.", where)
-	case 1:
-		fmt.Fprintf(&b, "I am at row %d, column %d and the goal is %s.", e.pos[0]+1, e.pos[1]+1, where)
-	default:
-		fmt.Fprintf(&b, "Looking at the map, the goal lies %s.", where)
-	}
+	fmt.Fprintf(&b, pick(rng, []string{
+		"I am at (%d, %d) and the goal is at (%d, %d), so the goal is %s.",
+		"Me (%d, %d), goal (%d, %d): the goal is %s.",
+	}), e.pos[0], e.pos[1], g[0], g[1], where)
 	if detour {
 		b.WriteString(pick(rng, []string{
 			" Holes block the direct way, so I go around them.",
 			" The straight route runs into a hole; I take a detour over the ice.",
-			" I must avoid the holes in between, which makes the route longer.",
 		}))
 	} else {
 		b.WriteString(pick(rng, []string{
 			" The direct way is clear of holes.",
 			" No hole is in the way.",
-			"",
 		}))
 	}
 	switch {

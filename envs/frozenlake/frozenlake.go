@@ -174,9 +174,9 @@ func (e *Env) Describe() envs.Description {
 			{Glyph: "G", Meaning: "goal"}, {Glyph: "X", Meaning: "you in a hole"}, {Glyph: "√", Meaning: "you on the goal"},
 		}
 	}
-	if e.cfg.Format != "grid" {
-		ins += " Positions are (row, column), counted from 0 at the top left; Down adds 1 to the row, Right adds 1 to the column."
-	}
+	// Every format states the coordinate convention: the expert reasons in
+	// (row, column) positions whatever the agent is shown.
+	ins += " Positions are (row, column), counted from 0 at the top left; Down adds 1 to the row, Right adds 1 to the column."
 	return envs.Description{
 		Name:                 Name,
 		Instruction:          ins,
