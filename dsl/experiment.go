@@ -86,6 +86,10 @@ type Experiment struct {
 	// Backend computes the run: "cpu" (default) or "cuda" (a binary built
 	// with -tags cuda and a GPU; a clear error otherwise).
 	Backend string
+	// Precision of the matrix products on a device backend: "f32"
+	// (default) or "bf16" (bf16 weights and activations, float32 master
+	// weights and accumulation); bf16 needs Backend "cuda" or "cpu-ref".
+	Precision string
 
 	// Fresh re-runs even when the cache holds this experiment's result.
 	Fresh bool
@@ -204,6 +208,9 @@ func (e Experiment) Config() (train.Config, error) {
 	if e.Backend != "" {
 		c.Backend = e.Backend
 	}
+	if e.Precision != "" {
+		c.Precision = e.Precision
+	}
 	if kind, dir := e.Model.source(); kind != "" {
 		if dir == "" {
 			return c, &FieldError{"Model", kind + ": the model directory is empty"}
@@ -269,7 +276,7 @@ var trainField = map[string]string{
 	"model": "Model", "pretrained": "Model", "init": "Model", "context_length": "ContextLength", "vocab_size": "VocabSize",
 	"steps": "Steps", "env_groups": "Groups", "group_size": "GroupSize",
 	"max_tokens_per_turn": "TokensPerTurn",
-	"temperature":         "Temperature", "backend": "Backend", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches", "reuse_rollouts": "ReuseRollouts",
+	"temperature":         "Temperature", "backend": "Backend", "precision": "Precision", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches", "reuse_rollouts": "ReuseRollouts",
 	"actor_lr": "ActorLR", "critic_lr": "CriticLR", "val_episodes": "ValEpisodes",
 	"val_every": "ValEvery", "checkpoint_every": "CheckpointEvery",
 	"warm_start.steps": "WarmStart.Steps", "warm_start.episodes": "WarmStart.Episodes",

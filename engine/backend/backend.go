@@ -11,9 +11,10 @@ import (
 
 // Buffer is a float32 array owned by a backend: host memory for "cpu",
 // device memory for "cuda". Buffers are only ever passed back to the
-// backend that made them.
+// backend that made them. AllocBF16 makes bfloat16 arrays, which only
+// ToBF16 writes and only GemmBF16 reads.
 type Buffer interface {
-	// Len is the number of float32 values.
+	// Len is the number of values (float32, or bf16 for a bf16 buffer).
 	Len() int
 }
 
@@ -56,6 +57,17 @@ type Backend interface {
 	// leading dimensions, op(X) = Xᵀ when trans is set: the contract of
 	// gemm.Sgemm. Every matrix product of the engine goes through it.
 	Gemm(transA, transB bool, M, N, K int, alpha float32, a Buffer, lda int, b Buffer, ldb int, beta float32, c Buffer, ldc int)
+	// GemmBF16 is Gemm on bfloat16 inputs with float32 accumulation: a and
+	// b are bf16 buffers (AllocBF16, ToBF16, or Slices of them), c is
+	// float32. Products of bf16 values are exact in float32, so it differs
+	// from Gemm on the widened inputs only in the order of the sums.
+	GemmBF16(transA, transB bool, M, N, K int, alpha float32, a Buffer, lda int, b Buffer, ldb int, beta float32, c Buffer, ldc int)
+	// AllocBF16 returns a zeroed buffer of n bfloat16 values (Len n). Free
+	// and Slice (offsets in bf16 values) take it too.
+	AllocBF16(n int) (Buffer, error)
+	// ToBF16 rounds n floats of src to bf16, to nearest with ties to even
+	// (RoundBF16), into the bf16 buffer dst.
+	ToBF16(dst, src Buffer, n int)
 	// AddBias adds bias (OC) to each of the N rows of out.
 	AddBias(out, bias Buffer, N, OC int)
 	// ColumnSum accumulates sum[c] += Σₙ x[n,c].

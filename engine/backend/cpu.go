@@ -61,7 +61,12 @@ func (*CPU) Alloc(n int) (Buffer, error) {
 
 func (*CPU) Free(Buffer) {}
 
-func (*CPU) Slice(b Buffer, off, n int) Buffer { return Host(h(b)[off : off+n]) }
+func (*CPU) Slice(b Buffer, off, n int) Buffer {
+	if x, ok := b.(HostBF16); ok {
+		return x[off : off+n]
+	}
+	return Host(h(b)[off : off+n])
+}
 
 func (*CPU) Upload(dst Buffer, src []float32) error {
 	if len(src) > dst.Len() {
@@ -85,6 +90,10 @@ func (*CPU) Zero(b Buffer) { clear(h(b)) }
 
 func (*CPU) Gemm(transA, transB bool, M, N, K int, alpha float32, a Buffer, lda int, b Buffer, ldb int, beta float32, c Buffer, ldc int) {
 	gemm.Sgemm(transA, transB, M, N, K, alpha, h(a), lda, h(b), ldb, beta, h(c), ldc)
+}
+
+func (*CPU) GemmBF16(transA, transB bool, M, N, K int, alpha float32, a Buffer, lda int, b Buffer, ldb int, beta float32, c Buffer, ldc int) {
+	gemm.Sgemm(transA, transB, M, N, K, alpha, a.(HostBF16), lda, b.(HostBF16), ldb, beta, h(c), ldc)
 }
 
 func (*CPU) AddBias(out, bias Buffer, N, OC int) {

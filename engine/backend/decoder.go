@@ -25,9 +25,10 @@ import (
 // for rollouts that never get there. Only token ids cross to the backend
 // and sampled ids come back; logits stay there.
 //
-// The Decoder reads the Transformer's parameters at every step: after an
-// update, the cached keys and values are those of the old weights, so make
-// a new Decoder per rollout (as for model.Decoder).
+// The Decoder reads the Transformer's parameters (at BF16, their bf16
+// copy, as of the last Refresh) at every step: after an update, the cached
+// keys and values are those of the old weights, so make a new Decoder per
+// rollout (as for model.Decoder).
 type Decoder struct {
 	t              *Transformer
 	S, maxLen, cap int
@@ -248,7 +249,10 @@ func (d *Decoder) Append(ids []int, chunks [][]int) (Buffer, error) {
 	b, t := d.t.b, d.t
 	dm, V := c.HiddenSize, c.VocabSize
 	b.RMSNormForward(d.lastLn, d.lastStd, d.last, t.p.norm, B, dm, float32(c.RMSNormEps))
-	MatmulForward(b, d.logits, d.lastLn, t.p.lmHead, nil, B, dm, V)
+	if err := t.growHalf(B * dm); err != nil {
+		return nil, fmt.Errorf("decoder: %w", err)
+	}
+	t.linear(d.logits, t.in(0, d.lastLn, B*dm), t.mat().lmHead, nil, B, dm, V)
 	return d.logits, b.Err()
 }
 
@@ -270,30 +274,36 @@ func (d *Decoder) block(tokens, slots, lens []int) error {
 		}
 		d.rows = N
 	}
+	if err := t.growHalf(N * max(dm, C, I)); err != nil { // the precision may have changed since
+		return fmt.Errorf("decoder: %w", err)
+	}
 	pos := make([]int, N)
 	for r, L := range lens {
 		pos[r] = L - 1
 	}
 	b.EmbeddingForward(d.x, tokens, t.p.embed, N, dm)
+	mw := t.mat()
 	for l := range c.NumLayers {
-		w := &t.p.layers[l]
+		w, m := &t.p.layers[l], &mw.layers[l]
 		b.RMSNormForward(d.ln, d.rstd, d.x, w.inNorm, N, dm, eps)
-		MatmulForward(b, d.q, d.ln, w.q, w.qb, N, dm, C)
-		MatmulForward(b, d.k, d.ln, w.k, w.kb, N, dm, KV)
-		MatmulForward(b, d.v, d.ln, w.v, w.vb, N, dm, KV)
+		x := t.in(0, d.ln, N*dm)
+		t.linear(d.q, x, m.q, w.qb, N, dm, C)
+		t.linear(d.k, x, m.k, w.kb, N, dm, KV)
+		t.linear(d.v, x, m.v, w.vb, N, dm, KV)
 		b.RopeForward(d.q, t.cos, t.sin, pos, N, nH, hd)
 		b.RopeForward(d.k, t.cos, t.sin, pos, N, nKV, hd)
 		b.AppendKV(d.kc[l], d.vc[l], d.k, d.v, slots, lens, KV, d.cap)
 		b.AttendCached(d.attOut, d.att, d.q, d.kc[l], d.vc[l], slots, lens, nH, nKV, hd, d.cap)
 		// x = o(attOut) + x; x = down(silu(gate(ln))·up(ln)) + x, the
 		// model's residual sums in the model's order.
-		MatmulForward(b, d.tmp, d.attOut, w.o, nil, N, C, dm)
+		t.linear(d.tmp, t.in(0, d.attOut, N*C), m.o, nil, N, C, dm)
 		b.Add(d.x, d.tmp, d.x, N*dm)
 		b.RMSNormForward(d.ln, d.rstd, d.x, w.postNorm, N, dm, eps)
-		MatmulForward(b, d.gate, d.ln, w.gate, nil, N, dm, I)
-		MatmulForward(b, d.up, d.ln, w.up, nil, N, dm, I)
+		x = t.in(0, d.ln, N*dm)
+		t.linear(d.gate, x, m.gate, nil, N, dm, I)
+		t.linear(d.up, x, m.up, nil, N, dm, I)
 		b.SwiGLUForward(d.h, d.gate, d.up, N*I)
-		MatmulForward(b, d.tmp, d.h, w.down, nil, N, I, dm)
+		t.linear(d.tmp, t.in(0, d.h, N*I), m.down, nil, N, I, dm)
 		b.Add(d.x, d.tmp, d.x, N*dm)
 	}
 	return b.Err()

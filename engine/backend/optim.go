@@ -64,6 +64,7 @@ func NewAdamW(b Backend, cfg optim.Config, n int, groups []optim.Group) (*AdamW,
 }
 
 // Step applies one update with the scheduled rate LRAt(T) and returns it.
+// It updates params only: a Transformer at BF16 needs Refresh afterwards.
 func (o *AdamW) Step(params, grads Buffer) (float64, error) {
 	if params.Len() != o.M.Len() || grads.Len() != o.M.Len() {
 		return 0, fmt.Errorf("adamw: got %d parameters and %d gradients, want %d of each", params.Len(), grads.Len(), o.M.Len())
@@ -95,28 +96,6 @@ func ClipGradNorm(b Backend, g Buffer, maxNorm float64) (float64, error) {
 		b.Scale(g, g.Len(), float32(coef))
 	}
 	return norm, b.Err()
-}
-
-// MatmulForward is a linear layer as torch stores it, on any backend:
-// out[N,OC] = inp[N,C]·weight[OC,C]ᵀ + bias[OC] (bias may be nil).
-func MatmulForward(b Backend, out, inp, weight, bias Buffer, N, C, OC int) {
-	b.Gemm(false, true, N, OC, C, 1, inp, C, weight, C, 0, out, OC)
-	if bias != nil {
-		b.AddBias(out, bias, N, OC)
-	}
-}
-
-// MatmulBackward accumulates dinp += dout·weight, dweight += doutᵀ·inp and
-// dbias += Σₙ dout[n]; dinp and dbias may be nil. With MatmulForward these
-// are the three layouts of Gemm the engine uses (NT, NN, TN).
-func MatmulBackward(b Backend, dinp, dweight, dbias, dout, inp, weight Buffer, N, C, OC int) {
-	if dinp != nil {
-		b.Gemm(false, false, N, C, OC, 1, dout, OC, weight, C, 1, dinp, C)
-	}
-	b.Gemm(true, false, OC, C, N, 1, dout, OC, inp, C, 1, dweight, C)
-	if dbias != nil {
-		b.ColumnSum(dbias, dout, N, OC)
-	}
 }
 
 // RelErr is max|got − want| / max|want| (0 when both are all zeros): the

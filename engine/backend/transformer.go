@@ -13,18 +13,26 @@ import (
 // by model.Layout; the host sends tokens and gets per-token
 // log-probabilities, entropies and values back. Its API is model.Model's
 // (Forward with a model.Want, Backward with a model.Grad, results aligned
-// like model.Output), and its sequence of ops is exactly model.Forward's
-// and model.Backward's, so on the "cpu" backend the results equal the
-// model's, and on "cuda" they are the parity target. Both heads are
+// like model.Output), and at F32 its sequence of ops is exactly
+// model.Forward's and model.Backward's, so on the "cpu" backend the
+// results equal the model's, and on "cuda" they are the parity target. Both heads are
 // supported: an LM head (a policy) and a value head (a critic).
+//
+// Its matrix products run at a Precision (SetPrecision): F32, or BF16,
+// where Params stay the float32 master copy (AdamW updates them, Host
+// downloads them) and Half, a bf16 copy of them, is what the products
+// read: see SetPrecision.
 type Transformer struct {
 	Config        model.Config
 	Layout        *model.Layout
 	Params, Grads Buffer // Layout.Size floats each
+	Precision     Precision
+	Half          Buffer // BF16: Params rounded to bf16 (Layout.Size values); nil at F32
 
 	b        Backend
-	p, g     tweights
-	cos, sin Buffer // rotary tables [MaxPositions, head_dim/2]
+	p, g, h  tweights  // views of Params, Grads, Half
+	xs       [2]Buffer // BF16: scratch of the inputs of products, rounded (see in)
+	cos, sin Buffer    // rotary tables [MaxPositions, head_dim/2]
 	ws       tspace
 }
 
@@ -71,7 +79,7 @@ func NewTransformer(b Backend, c model.Config, params []float32) (*Transformer, 
 	if len(params) != l.Size {
 		return nil, fmt.Errorf("transformer: got %d parameters, the layout has %d", len(params), l.Size)
 	}
-	t := &Transformer{Config: c, Layout: l, b: b}
+	t := &Transformer{Config: c, Layout: l, Precision: F32, b: b}
 	var err error
 	if t.Params, err = b.Alloc(l.Size); err != nil {
 		return nil, err
@@ -96,6 +104,139 @@ func NewTransformer(b Backend, c model.Config, params []float32) (*Transformer, 
 		return nil, err
 	}
 	return t, nil
+}
+
+// SetPrecision sets the precision of the matrix products:
+//
+//   - F32: every product reads float32 inputs (the default);
+//   - BF16: every product (Backend.GemmBF16) reads its two inputs rounded
+//     to bfloat16, to nearest with ties to even, and accumulates and writes
+//     float32. Weights come from Half, the bf16 copy of Params made here
+//     and by Refresh; activations and gradients are rounded as they enter
+//     a product (the layer's input in forward and for the weight gradient,
+//     the output gradient for both backward products). Activations are
+//     stored in float32 between ops, and every other op — embedding,
+//     RMSNorm, RoPE, attention (its q·kᵀ and p·v included), SwiGLU,
+//     log-softmax, AdamW, the gradient norm — reads and writes float32
+//     as at F32.
+//
+// Changing the precision keeps Params; a bf16 copy is allocated or freed.
+func (t *Transformer) SetPrecision(p Precision) error {
+	p, err := ParsePrecision(string(p))
+	if err != nil {
+		return err
+	}
+	if p == t.Precision {
+		return nil
+	}
+	t.freeHalf()
+	if p == BF16 {
+		if t.Half, err = t.b.AllocBF16(t.Layout.Size); err != nil {
+			return fmt.Errorf("transformer: bf16 copy of the parameters: %w", err)
+		}
+		t.h = t.carve(t.Half)
+		t.Refresh()
+	}
+	t.Precision = p
+	return t.b.Err()
+}
+
+// Refresh rounds Params into Half at BF16 (a no-op at F32). Call it after
+// anything changes Params — an optimizer step, an Upload — or the products
+// go on reading the old weights.
+func (t *Transformer) Refresh() {
+	if t.Half != nil {
+		t.b.ToBF16(t.Half, t.Params, t.Layout.Size)
+	}
+}
+
+// freeHalf releases the bf16 copy and scratch.
+func (t *Transformer) freeHalf() {
+	for _, x := range []*Buffer{&t.Half, &t.xs[0], &t.xs[1]} {
+		if *x != nil {
+			t.b.Free(*x)
+			*x = nil
+		}
+	}
+	t.h = tweights{}
+}
+
+// mat returns the weights the products read: views of Params at F32, of
+// Half at BF16. Biases and norm weights always come from Params (t.p).
+func (t *Transformer) mat() *tweights {
+	if t.Half != nil {
+		return &t.h
+	}
+	return &t.p
+}
+
+// growHalf makes scratch slot i hold n[i] bf16 values, at BF16.
+func (t *Transformer) growHalf(n ...int) error {
+	if t.Half == nil {
+		return nil
+	}
+	for i, m := range n {
+		if t.xs[i] != nil && t.xs[i].Len() >= m {
+			continue
+		}
+		if t.xs[i] != nil {
+			t.b.Free(t.xs[i])
+			t.xs[i] = nil
+		}
+		var err error
+		if t.xs[i], err = t.b.AllocBF16(m); err != nil {
+			return fmt.Errorf("bf16 scratch: %w", err)
+		}
+	}
+	return nil
+}
+
+// in returns x (n floats) as an input of a product: x itself at F32, and
+// at BF16 x rounded into scratch slot 0 (activations) or 1 (output
+// gradients), valid until the next in with that slot. An input shared by
+// several products (the layer input of q, k and v) is rounded once.
+func (t *Transformer) in(slot int, x Buffer, n int) Buffer {
+	if t.Half == nil {
+		return x
+	}
+	t.b.ToBF16(t.xs[slot], x, n)
+	return t.xs[slot]
+}
+
+// gemm is Backend.Gemm at F32 and Backend.GemmBF16 at BF16; a and b come
+// from in and mat.
+func (t *Transformer) gemm(transA, transB bool, M, N, K int, alpha float32, a Buffer, lda int, b Buffer, ldb int, beta float32, c Buffer, ldc int) {
+	if t.Half != nil {
+		t.b.GemmBF16(transA, transB, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc)
+	} else {
+		t.b.Gemm(transA, transB, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc)
+	}
+}
+
+// linear is a linear layer as torch stores it: out[N,OC] = x[N,C] ·
+// weight[OC,C]ᵀ + bias[OC] (bias may be nil), with x from in and weight
+// from mat.
+func (t *Transformer) linear(out, x, weight, bias Buffer, N, C, OC int) {
+	t.gemm(false, true, N, OC, C, 1, x, C, weight, C, 0, out, OC)
+	if bias != nil {
+		t.b.AddBias(out, bias, N, OC)
+	}
+}
+
+// linearBackward accumulates dinp += dout·weight, dweight += doutᵀ·x and
+// dbias += Σₙ dout[n] (dinp and dbias may be nil), with x (the layer's
+// input) from in and weight from mat; dout is float32, rounded here for
+// the two products. With linear these are the three layouts of Gemm the
+// engine uses (NT, NN, TN).
+func (t *Transformer) linearBackward(dinp, dweight, dbias, dout, x, weight Buffer, N, C, OC int) {
+	g := t.in(1, dout, N*OC)
+	if dinp != nil {
+		t.gemm(false, false, N, C, OC, 1, g, OC, weight, C, 1, dinp, C)
+	}
+	t.gemm(true, false, OC, C, N, 1, g, OC, x, C, 1, dweight, C)
+	if dbias != nil {
+		t.b.ColumnSum(dbias, dout, N, OC)
+	}
 }
 
 func (t *Transformer) upload(x []float32) (Buffer, error) {
@@ -240,6 +381,15 @@ func (t *Transformer) prepare(tokens, lens []int, want model.Want) error {
 	if err := growAll(t.b, needs); err != nil {
 		return fmt.Errorf("forward: %w", err)
 	}
+	// Rounded inputs: a layer's input (d, C or I wide), and an output
+	// gradient (C, KV, d or I wide, V for the logits, 1 for the values).
+	grad := max(C, d, I)
+	if want.LM {
+		grad = max(grad, V)
+	}
+	if err := t.growHalf(T*max(d, C, I), T*grad); err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
 	return nil
 }
 
@@ -262,35 +412,39 @@ func (t *Transformer) Forward(tokens, lens []int, want model.Want) (*model.Outpu
 	C, KV, I := nH*hd, nKV*hd, c.IntermediateSize
 	eps := float32(c.RMSNormEps)
 
+	mw := t.mat()
 	b.EmbeddingForward(ws.layers[0].resid, ws.tokens, t.p.embed, T, d)
 	for l := range ws.layers {
-		a, w := &ws.layers[l], &t.p.layers[l]
+		a, w, m := &ws.layers[l], &t.p.layers[l], &mw.layers[l]
 		b.RMSNormForward(a.ln1, a.rstd1, a.resid, w.inNorm, T, d, eps)
-		MatmulForward(b, a.q, a.ln1, w.q, w.qb, T, d, C)
-		MatmulForward(b, a.k, a.ln1, w.k, w.kb, T, d, KV)
-		MatmulForward(b, a.v, a.ln1, w.v, w.vb, T, d, KV)
+		x := t.in(0, a.ln1, T*d)
+		t.linear(a.q, x, m.q, w.qb, T, d, C)
+		t.linear(a.k, x, m.k, w.kb, T, d, KV)
+		t.linear(a.v, x, m.v, w.vb, T, d, KV)
 		b.RopeForward(a.q, t.cos, t.sin, ws.pos, T, nH, hd)
 		b.RopeForward(a.k, t.cos, t.sin, ws.pos, T, nKV, hd)
 		b.AttentionForward(a.attOut, a.att, a.q, a.k, a.v, ws.lens, nH, nKV, hd)
-		MatmulForward(b, a.resid2, a.attOut, w.o, nil, T, C, d)
+		t.linear(a.resid2, t.in(0, a.attOut, T*C), m.o, nil, T, C, d)
 		b.Add(a.resid2, a.resid2, a.resid, T*d)
 		b.RMSNormForward(a.ln2, a.rstd2, a.resid2, w.postNorm, T, d, eps)
-		MatmulForward(b, a.gate, a.ln2, w.gate, nil, T, d, I)
-		MatmulForward(b, a.up, a.ln2, w.up, nil, T, d, I)
+		x = t.in(0, a.ln2, T*d)
+		t.linear(a.gate, x, m.gate, nil, T, d, I)
+		t.linear(a.up, x, m.up, nil, T, d, I)
 		b.SwiGLUForward(a.h, a.gate, a.up, T*I)
 		next := ws.final
 		if l+1 < len(ws.layers) {
 			next = ws.layers[l+1].resid
 		}
-		MatmulForward(b, next, a.h, w.down, nil, T, I, d)
+		t.linear(next, t.in(0, a.h, T*I), m.down, nil, T, I, d)
 		b.Add(next, next, a.resid2, T*d)
 	}
 	b.RMSNormForward(ws.lnf, ws.rstdf, ws.final, t.p.norm, T, d, eps)
+	x := t.in(0, ws.lnf, T*d) // the input of both heads
 
 	ws.out = model.Output{}
 	ws.rows = append(ws.rows[:0], make([]float32, T)...)
 	if want.LM {
-		MatmulForward(b, ws.logits, ws.lnf, t.p.lmHead, nil, T, d, V)
+		t.linear(ws.logits, x, mw.lmHead, nil, T, d, V)
 		b.LogSoftmaxForward(ws.lse, ws.lp, ws.ent, ws.logits, ws.targets, T, V)
 		if err := b.Download(ws.rows, ws.lp); err != nil {
 			return nil, fmt.Errorf("forward: %w", err)
@@ -310,7 +464,7 @@ func (t *Transformer) Forward(tokens, lens []int, want model.Want) (*model.Outpu
 		}
 	}
 	if want.Value {
-		MatmulForward(b, ws.val, ws.lnf, t.p.valueW, t.p.valueB, T, d, 1)
+		t.linear(ws.val, x, mw.valueW, t.p.valueB, T, d, 1)
 		if err := b.Download(ws.rows, ws.val); err != nil {
 			return nil, fmt.Errorf("forward: %w", err)
 		}
@@ -381,6 +535,8 @@ func (t *Transformer) Backward(g model.Grad) error {
 	C, KV, I := nH*hd, nKV*hd, c.IntermediateSize
 
 	// Heads: ∂loss/∂lnf from the LM head and the value head.
+	mw := t.mat()
+	x := t.in(0, ws.lnf, T*d)
 	b.Zero(ws.dln)
 	if useLM {
 		ws.dlpHost = unalign(ws.dlpHost, g.LogProb, ws.lens, T)
@@ -392,30 +548,31 @@ func (t *Transformer) Backward(g model.Grad) error {
 			return fmt.Errorf("backward: %w", err)
 		}
 		b.LogSoftmaxBackward(ws.logits, ws.logits, ws.lse, ws.ent, ws.targets, ws.dlp, ws.dent, T, V)
-		MatmulBackward(b, ws.dln, t.g.lmHead, nil, ws.logits, ws.lnf, t.p.lmHead, T, d, V)
+		t.linearBackward(ws.dln, t.g.lmHead, nil, ws.logits, x, mw.lmHead, T, d, V)
 	}
 	if g.Value != nil {
 		ws.dvHost = unalign(ws.dvHost, g.Value, ws.lens, T)
 		if err := b.Upload(ws.dval, ws.dvHost); err != nil {
 			return fmt.Errorf("backward: %w", err)
 		}
-		MatmulBackward(b, ws.dln, t.g.valueW, t.g.valueB, ws.dval, ws.lnf, t.p.valueW, T, d, 1)
+		t.linearBackward(ws.dln, t.g.valueW, t.g.valueB, ws.dval, x, mw.valueW, T, d, 1)
 	}
 	b.Zero(ws.dres)
 	b.RMSNormBackward(ws.dres, t.g.norm, ws.dln, ws.final, t.p.norm, ws.rstdf, T, d)
 	for l := len(ws.layers) - 1; l >= 0; l-- {
-		a, w, gw := &ws.layers[l], &t.p.layers[l], &t.g.layers[l]
+		a, w, m, gw := &ws.layers[l], &t.p.layers[l], &mw.layers[l], &t.g.layers[l]
 		b.Zero(ws.dh)
-		MatmulBackward(b, ws.dh, gw.down, nil, ws.dres, a.h, w.down, T, I, d)
+		t.linearBackward(ws.dh, gw.down, nil, ws.dres, t.in(0, a.h, T*I), m.down, T, I, d)
 		b.Zero(ws.dgate)
 		b.Zero(ws.dup)
 		b.SwiGLUBackward(ws.dgate, ws.dup, ws.dh, a.gate, a.up, T*I)
 		b.Zero(ws.dln)
-		MatmulBackward(b, ws.dln, gw.gate, nil, ws.dgate, a.ln2, w.gate, T, d, I)
-		MatmulBackward(b, ws.dln, gw.up, nil, ws.dup, a.ln2, w.up, T, d, I)
+		x := t.in(0, a.ln2, T*d)
+		t.linearBackward(ws.dln, gw.gate, nil, ws.dgate, x, m.gate, T, d, I)
+		t.linearBackward(ws.dln, gw.up, nil, ws.dup, x, m.up, T, d, I)
 		b.RMSNormBackward(ws.dres, gw.postNorm, ws.dln, a.resid2, w.postNorm, a.rstd2, T, d)
 		b.Zero(ws.dattOut)
-		MatmulBackward(b, ws.dattOut, gw.o, nil, ws.dres, a.attOut, w.o, T, C, d)
+		t.linearBackward(ws.dattOut, gw.o, nil, ws.dres, t.in(0, a.attOut, T*C), m.o, T, C, d)
 		b.Zero(ws.dq)
 		b.Zero(ws.dk)
 		b.Zero(ws.dv)
@@ -423,9 +580,10 @@ func (t *Transformer) Backward(g model.Grad) error {
 		b.RopeBackward(ws.dq, t.cos, t.sin, ws.pos, T, nH, hd)
 		b.RopeBackward(ws.dk, t.cos, t.sin, ws.pos, T, nKV, hd)
 		b.Zero(ws.dln)
-		MatmulBackward(b, ws.dln, gw.q, gw.qb, ws.dq, a.ln1, w.q, T, d, C)
-		MatmulBackward(b, ws.dln, gw.k, gw.kb, ws.dk, a.ln1, w.k, T, d, KV)
-		MatmulBackward(b, ws.dln, gw.v, gw.vb, ws.dv, a.ln1, w.v, T, d, KV)
+		x = t.in(0, a.ln1, T*d)
+		t.linearBackward(ws.dln, gw.q, gw.qb, ws.dq, x, m.q, T, d, C)
+		t.linearBackward(ws.dln, gw.k, gw.kb, ws.dk, x, m.k, T, d, KV)
+		t.linearBackward(ws.dln, gw.v, gw.vb, ws.dv, x, m.v, T, d, KV)
 		b.RMSNormBackward(ws.dres, gw.inNorm, ws.dln, a.resid, w.inNorm, a.rstd1, T, d)
 	}
 	b.EmbeddingBackward(t.g.embed, ws.dres, ws.tokens, T, d)
@@ -434,6 +592,7 @@ func (t *Transformer) Backward(g model.Grad) error {
 
 // Free releases every buffer.
 func (t *Transformer) Free() {
+	t.freeHalf()
 	ws := &t.ws
 	bufs := []Buffer{t.Params, t.Grads, t.cos, t.sin, ws.final, ws.lnf, ws.rstdf, ws.logits, ws.lse, ws.lp, ws.ent, ws.val,
 		ws.dres, ws.dln, ws.dq, ws.dattOut, ws.dk, ws.dv, ws.datt, ws.dgate, ws.dup, ws.dh, ws.dlp, ws.dent, ws.dval}

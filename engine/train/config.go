@@ -52,6 +52,13 @@ type Config struct {
 	// -tags cuda and a CUDA device; "cpu-ref" runs that device path on the
 	// CPU reference backend (slow: for checking the path without a GPU).
 	Backend string `json:"backend"`
+	// Precision of the matrix products on a device backend: f32 | bf16
+	// (empty means f32). bf16 keeps the float32 parameters as the master
+	// copy that AdamW updates and multiplies bf16-rounded weights and
+	// activations with float32 accumulation; every other op stays float32
+	// (backend.Transformer.SetPrecision). Device backends only: the "cpu"
+	// host path is float32 only.
+	Precision string `json:"precision,omitempty"`
 	// ContextLength is the policy's max_position_embeddings, the longest
 	// conversation in tokens (1024).
 	ContextLength int `json:"context_length"`
@@ -212,6 +219,11 @@ func (c *Config) Validate() error {
 		if err := backend.Check(c.Backend); err != nil {
 			return err // "backend …: …" names the field already
 		}
+	}
+	if p, err := backend.ParsePrecision(c.Precision); err != nil {
+		return err // "precision: …"
+	} else if p == backend.BF16 && (c.Backend == "" || c.Backend == "cpu") {
+		return fmt.Errorf("precision: bf16 needs a device backend: the cpu backend's host fast path (model.Model) is float32 only; use backend cpu-ref (the reference, on the CPU) or cuda")
 	}
 	if err := c.validateLoaded(); err != nil {
 		return err

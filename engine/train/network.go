@@ -64,9 +64,10 @@ type optimizer interface {
 type wrapper func(m *model.Model) (network, error)
 
 // networks returns the wrapper of the run's backend, and the backend
-// instance the networks share (nil for "cpu", the host path). Check has
-// already said the backend can run here (Config.Validate).
-func networks(name string) (wrapper, backend.Backend, error) {
+// instance the networks share (nil for "cpu", the host path), with the
+// products of device networks at precision. Config.Validate has already
+// checked both.
+func networks(name, precision string) (wrapper, backend.Backend, error) {
 	if name == "" || name == "cpu" {
 		return func(m *model.Model) (network, error) { return hostNet{m}, nil }, nil, nil
 	}
@@ -75,7 +76,7 @@ func networks(name string) (wrapper, backend.Backend, error) {
 		return nil, nil, err
 	}
 	return func(m *model.Model) (network, error) {
-		n, err := newDeviceNet(b, m)
+		n, err := newDeviceNet(b, m, backend.Precision(precision))
 		if err != nil {
 			return nil, err // not a nil *deviceNet in a non-nil network
 		}
@@ -136,10 +137,15 @@ type deviceNet struct {
 	dec  *backend.Decoder // kept across rollouts: it reads the current parameters
 }
 
-// newDeviceNet uploads m's parameters to b; m becomes the host copy.
-func newDeviceNet(b backend.Backend, m *model.Model) (*deviceNet, error) {
+// newDeviceNet uploads m's parameters to b, with products at precision
+// p; m becomes the host copy.
+func newDeviceNet(b backend.Backend, m *model.Model, p backend.Precision) (*deviceNet, error) {
 	tr, err := backend.NewTransformer(b, m.Config, m.Params.Data)
 	if err != nil {
+		return nil, fmt.Errorf("backend %s: %w", b.Name(), err)
+	}
+	if err := tr.SetPrecision(p); err != nil {
+		tr.Free()
 		return nil, fmt.Errorf("backend %s: %w", b.Name(), err)
 	}
 	return &deviceNet{b: b, host: m, tr: tr}, nil
@@ -196,7 +202,8 @@ func (n *deviceNet) Upload() error {
 	if err := n.b.Upload(n.tr.Params, n.host.Params.Data); err != nil {
 		return fmt.Errorf("backend %s: parameters: %w", n.b.Name(), err)
 	}
-	return nil
+	n.tr.Refresh() // the bf16 copy, at bf16
+	return n.b.Err()
 }
 
 func (n *deviceNet) Free() {
@@ -214,8 +221,17 @@ type deviceOpt struct {
 	n *deviceNet
 }
 
-func (o *deviceOpt) Step() (float64, error) { return o.o.Step(o.n.tr.Params, o.n.tr.Grads) }
-func (o *deviceOpt) Free()                  { o.o.Free() }
+// Step updates the float32 parameters and then, at bf16, their bf16 copy.
+func (o *deviceOpt) Step() (float64, error) {
+	lr, err := o.o.Step(o.n.tr.Params, o.n.tr.Grads)
+	if err != nil {
+		return lr, err
+	}
+	o.n.tr.Refresh()
+	return lr, o.n.b.Err()
+}
+
+func (o *deviceOpt) Free() { o.o.Free() }
 
 func (o *deviceOpt) StateTensors() ([]checkpoint.Tensor, map[string]string, error) {
 	h := optim.AdamW{M: make([]float32, o.o.M.Len()), V: make([]float32, o.o.V.Len()), T: o.o.T}

@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 		t.valSeeds[i] = envSeed(cfg.Seed, -1, i) // step −1: never a training seed stream
 	}
 
-	wrap, dev, err := networks(cfg.Backend)
+	wrap, dev, err := networks(cfg.Backend, cfg.Precision)
 	if err != nil {
 		return nil, err
 	}

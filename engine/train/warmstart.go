@@ -222,7 +222,7 @@ func warmStartKey(cfg *Config) (string, error) {
 		Think            bool
 		FormatPenalty    float64
 		Backend          string `json:",omitempty"` // "" for cpu: the host path's keys predate backends
-	}{warmStartVersion, env, opts, mc, cfg.WarmStart, cfg.Seed, cfg.MaxTokensPerTurn, cfg.Think, cfg.FormatPenalty, warmStartBackend(cfg.Backend)})
+	}{warmStartVersion, env, opts, mc, cfg.WarmStart, cfg.Seed, cfg.MaxTokensPerTurn, cfg.Think, cfg.FormatPenalty, warmStartBackend(cfg.Backend, cfg.Precision)})
 	if err != nil {
 		return "", fmt.Errorf("warm start: env_options: %w", err)
 	}
@@ -232,10 +232,14 @@ func warmStartKey(cfg *Config) (string, error) {
 
 // warmStartBackend is the backend part of the warm start's key: a warm
 // start fine-tuned on a device differs from the host path's in rounding,
-// so each backend caches its own; "cpu" (or empty) adds nothing.
-func warmStartBackend(name string) string {
+// so each backend, and bf16 on it, caches its own; "cpu" (or empty) adds
+// nothing, nor does f32.
+func warmStartBackend(name, precision string) string {
 	if name == "cpu" {
 		return ""
+	}
+	if precision == "bf16" {
+		return name + "/bf16"
 	}
 	return name
 }

@@ -15,7 +15,23 @@ import (
 
 // Benchmarks for scripts/gpu-check: a training step (forward, backward,
 // AdamW) and batched decoding, reported as tokens/s, for the small preset
-// and a Qwen2-0.5B-shaped model with random weights.
+// and a Qwen2-0.5B-shaped model with random weights, each at f32 and bf16
+// (sub-benchmarks model/precision).
+
+var precisions = []backend.Precision{backend.F32, backend.BF16}
+
+// benchTransformer returns m's Transformer on g at precision p.
+func benchTransformer(b *testing.B, g *Backend, m benchModel, p backend.Precision) *backend.Transformer {
+	tr, err := backend.NewTransformer(g, m.cfg, paramsOf(b, m))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := tr.SetPrecision(p); err != nil {
+		tr.Free()
+		b.Fatal(err)
+	}
+	return tr
+}
 
 type benchModel struct {
 	name       string
@@ -61,53 +77,55 @@ func paramsOf(b *testing.B, m benchModel) []float32 {
 func BenchmarkTrainStep(b *testing.B) {
 	g := open(b)
 	for _, m := range benchModels() {
-		b.Run(m.name, func(b *testing.B) {
-			tr, err := backend.NewTransformer(g, m.cfg, paramsOf(b, m))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer tr.Free()
-			groups := make([]optim.Group, len(tr.Layout.Views))
-			for i, v := range tr.Layout.Views {
-				groups[i] = optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay}
-			}
-			opt, err := backend.NewAdamW(g, optim.DefaultConfig(), tr.Layout.Size, groups)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer opt.Free()
-			rng := rand.New(rand.NewPCG(1, 1))
-			lens := make([]int, m.seqs)
-			toks := make([]int, m.seqs*m.seqL)
-			for i := range lens {
-				lens[i] = m.seqL
-			}
-			for i := range toks {
-				toks[i] = rng.IntN(m.cfg.VocabSize)
-			}
-			dlp := make([]float32, len(toks))
-			for i := range dlp {
-				dlp[i] = -1 / float32(len(toks)) // maximise the mean log-likelihood
-			}
-			b.ResetTimer()
-			for range b.N {
-				if _, err := tr.Forward(toks, lens, model.Want{LM: true}); err != nil {
-					b.Fatal(err)
-				}
-				tr.ZeroGrad()
-				if err := tr.Backward(model.Grad{LogProb: dlp}); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := backend.ClipGradNorm(g, tr.Grads, 1); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := opt.Step(tr.Params, tr.Grads); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N*len(toks))/b.Elapsed().Seconds(), "tok/s")
-		})
+		for _, p := range precisions {
+			b.Run(m.name+"/"+string(p), func(b *testing.B) { benchTrainStep(b, g, m, p) })
+		}
 	}
+}
+
+func benchTrainStep(b *testing.B, g *Backend, m benchModel, p backend.Precision) {
+	tr := benchTransformer(b, g, m, p)
+	defer tr.Free()
+	groups := make([]optim.Group, len(tr.Layout.Views))
+	for i, v := range tr.Layout.Views {
+		groups[i] = optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay}
+	}
+	opt, err := backend.NewAdamW(g, optim.DefaultConfig(), tr.Layout.Size, groups)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer opt.Free()
+	rng := rand.New(rand.NewPCG(1, 1))
+	lens := make([]int, m.seqs)
+	toks := make([]int, m.seqs*m.seqL)
+	for i := range lens {
+		lens[i] = m.seqL
+	}
+	for i := range toks {
+		toks[i] = rng.IntN(m.cfg.VocabSize)
+	}
+	dlp := make([]float32, len(toks))
+	for i := range dlp {
+		dlp[i] = -1 / float32(len(toks)) // maximise the mean log-likelihood
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := tr.Forward(toks, lens, model.Want{LM: true}); err != nil {
+			b.Fatal(err)
+		}
+		tr.ZeroGrad()
+		if err := tr.Backward(model.Grad{LogProb: dlp}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := backend.ClipGradNorm(g, tr.Grads, 1); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := opt.Step(tr.Params, tr.Grads); err != nil {
+			b.Fatal(err)
+		}
+		tr.Refresh()
+	}
+	b.ReportMetric(float64(b.N*len(toks))/b.Elapsed().Seconds(), "tok/s")
 }
 
 // BenchmarkDecode generates steps tokens for each of slots sequences (one
@@ -115,34 +133,35 @@ func BenchmarkTrainStep(b *testing.B) {
 // decoding loop, sampling on the device.
 func BenchmarkDecode(b *testing.B) {
 	g := open(b)
-	const steps = 128
 	for _, m := range benchModels() {
-		b.Run(m.name, func(b *testing.B) {
-			tr, err := backend.NewTransformer(g, m.cfg, paramsOf(b, m))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer tr.Free()
-			dec, err := tr.NewDecoder(m.slots, steps+1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer dec.Free()
-			o := model.GenerateOptions{Sample: sample.Options{Temperature: 1, TopK: 50, TopP: 0.9}, MaxNew: steps}
-			b.ResetTimer()
-			for range b.N {
-				reqs := make([]model.Request, m.slots)
-				for i := range reqs {
-					reqs[i] = model.Request{ID: i, Prompt: []int{0}, RNG: sample.NewRNG(uint64(i))}
-				}
-				if _, err := dec.Generate(reqs, o); err != nil {
-					b.Fatal(err)
-				}
-				for i := range reqs {
-					dec.Remove(i)
-				}
-			}
-			b.ReportMetric(float64(b.N*steps*m.slots)/b.Elapsed().Seconds(), "tok/s")
-		})
+		for _, p := range precisions {
+			b.Run(m.name+"/"+string(p), func(b *testing.B) { benchDecode(b, g, m, p) })
+		}
 	}
+}
+
+func benchDecode(b *testing.B, g *Backend, m benchModel, p backend.Precision) {
+	const steps = 128
+	tr := benchTransformer(b, g, m, p)
+	defer tr.Free()
+	dec, err := tr.NewDecoder(m.slots, steps+1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dec.Free()
+	o := model.GenerateOptions{Sample: sample.Options{Temperature: 1, TopK: 50, TopP: 0.9}, MaxNew: steps}
+	b.ResetTimer()
+	for range b.N {
+		reqs := make([]model.Request, m.slots)
+		for i := range reqs {
+			reqs[i] = model.Request{ID: i, Prompt: []int{0}, RNG: sample.NewRNG(uint64(i))}
+		}
+		if _, err := dec.Generate(reqs, o); err != nil {
+			b.Fatal(err)
+		}
+		for i := range reqs {
+			dec.Remove(i)
+		}
+	}
+	b.ReportMetric(float64(b.N*steps*m.slots)/b.Elapsed().Seconds(), "tok/s")
 }

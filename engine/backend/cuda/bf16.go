@@ -8,27 +8,28 @@ import (
 	"github.com/ragen-go/ragen/engine/backend"
 )
 
-// Mixed precision (bf16 weights and activations, f32 master weights, f32
-// accumulation) is planned as: the flat float32 parameters stay the master
-// copy that AdamW updates; after each step ToBF16 refreshes a bf16 copy;
-// forward and backward read the bf16 copy through cublasGemmEx
-// (CUDA_R_16BF operands, CUBLAS_COMPUTE_32F) and keep bf16 activations,
-// with norms, softmaxes and reductions in float32. What exists now is the
-// storage type and the two conversion kernels; the GEMM path and the bf16
-// variants of the kernels do not (see engine/backend/doc.go).
+// Mixed precision (backend.BF16, see Transformer.SetPrecision): the float32
+// parameters stay the master copy that AdamW updates, f32_to_bf16 rounds
+// them into a bf16 copy after each step, activations and gradients are
+// rounded by the same kernel as they enter a product, and GemmBF16 runs
+// cublasGemmEx on the bf16 operands with float32 accumulation and output.
 
-// BF16 is a device array of bfloat16 values (the top 16 bits of a
-// float32: same range, 8 bits of mantissa).
-type BF16 struct {
-	ptr devptr
-	n   int
+// bf16buf is device memory of bfloat16 values (the top 16 bits of a
+// float32: same range, 8 significant bits): AllocBF16's, or a Slice of one.
+type bf16buf struct {
+	ptr   devptr
+	n     int  // bf16 values
+	owner bool // made by AllocBF16, freed by Free
 }
 
 // Len is the number of bf16 values.
-func (x *BF16) Len() int { return x.n }
+func (x *bf16buf) Len() int { return x.n }
+
+// addBF16 returns the address of bf16 value number i from p.
+func (p devptr) addBF16(i int) devptr { return p + devptr(2*i) }
 
 // AllocBF16 returns a zeroed array of n bf16 values.
-func (b *Backend) AllocBF16(n int) (*BF16, error) {
+func (b *Backend) AllocBF16(n int) (backend.Buffer, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("backend cuda: alloc of %d bf16 values", n)
 	}
@@ -37,41 +38,53 @@ func (b *Backend) AllocBF16(n int) (*BF16, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &BF16{ptr: d.ptr, n: n}, nil
+	return &bf16buf{ptr: d.ptr, n: n, owner: true}, nil
 }
 
-// FreeBF16 releases x.
-func (b *Backend) FreeBF16(x *BF16) {
-	if x.ptr == 0 {
-		return
+// half returns the bf16 device array behind a backend.Buffer.
+func (b *Backend) half(x backend.Buffer) *bf16buf {
+	d, ok := x.(*bf16buf)
+	if !ok && b.err == nil {
+		b.err = fmt.Errorf("backend cuda: got a %T buffer where a bf16 one (AllocBF16) belongs", x)
 	}
-	defer b.enter()()
-	b.sync()
-	memFree(x.ptr)
-	x.ptr, x.n = 0, 0
+	if !ok {
+		return &bf16buf{}
+	}
+	return d
 }
 
 // ToBF16 rounds n floats of src to bf16 (nearest even) into dst.
-func (b *Backend) ToBF16(dst *BF16, src backend.Buffer, n int) {
-	if !b.need("f32_to_bf16", n, src) || !b.needBF16("f32_to_bf16", n, dst) {
+func (b *Backend) ToBF16(dst, src backend.Buffer, n int) {
+	if !b.need("f32_to_bf16", n, src, dst) {
 		return
 	}
 	defer b.enter()()
-	b.grid1("f32_to_bf16", n, dst.ptr, src, n)
+	b.grid1("f32_to_bf16", n, b.half(dst), b.buf(src), n)
 }
 
-// FromBF16 widens n bf16 values of src into dst (exact).
-func (b *Backend) FromBF16(dst backend.Buffer, src *BF16, n int) {
-	if !b.need("bf16_to_f32", n, dst) || !b.needBF16("bf16_to_f32", n, src) {
+// FromBF16 widens n bf16 values of src into the float32 buffer dst
+// (exact); the parity tests read bf16 arrays back with it.
+func (b *Backend) FromBF16(dst, src backend.Buffer, n int) {
+	if !b.need("bf16_to_f32", n, dst, src) {
 		return
 	}
 	defer b.enter()()
-	b.grid1("bf16_to_f32", n, dst, src.ptr, n)
+	b.grid1("bf16_to_f32", n, b.buf(dst), b.half(src), n)
 }
 
-func (b *Backend) needBF16(op string, n int, x *BF16) bool {
-	if x.n < n && b.err == nil {
-		b.err = fmt.Errorf("backend cuda: %s: bf16 array holds %d values, needs %d", op, x.n, n)
+// GemmBF16 is Gemm with bf16 a and b: cublasGemmEx with CUDA_R_16BF
+// inputs, a CUDA_R_32F output and CUBLAS_COMPUTE_32F (float32
+// accumulation, on tensor cores where the device has them).
+func (b *Backend) GemmBF16(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, bb backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
+	if b.err != nil || M == 0 || N == 0 {
+		return
 	}
-	return b.err == nil
+	A, B, C := b.half(a), b.half(bb), b.buf(c)
+	if b.err != nil {
+		return
+	}
+	defer b.enter()()
+	if err := b.blas.gemmBF16(transA, transB, M, N, K, alpha, A.ptr, lda, B.ptr, ldb, beta, C.ptr, ldc); err != nil {
+		b.err = err
+	}
 }

@@ -21,6 +21,16 @@ static cublasStatus_t rowSgemmStrided(cublasHandle_t h, int ta, int tb, int M, i
 	return cublasSgemmStridedBatched(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
 		N, M, K, &alpha, (const float*)b, ldb, sb, (const float*)a, lda, sa, &beta, (float*)c, ldc, sc, count);
 }
+
+// rowGemmBF16 is rowSgemm on bf16 A and B with a float32 C, accumulating
+// in float32 (cublasGemmEx, CUBLAS_COMPUTE_32F).
+static cublasStatus_t rowGemmBF16(cublasHandle_t h, int ta, int tb, int M, int N, int K,
+		float alpha, unsigned long long a, int lda, unsigned long long b, int ldb,
+		float beta, unsigned long long c, int ldc) {
+	return cublasGemmEx(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+		N, M, K, &alpha, (const void*)b, CUDA_R_16BF, ldb, (const void*)a, CUDA_R_16BF, lda,
+		&beta, (void*)c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
 */
 import "C"
 
@@ -28,8 +38,8 @@ import "fmt"
 
 // cuBLAS is bound here directly rather than through gorgonia.org/cu/blas:
 // v0.9.6's wrapper takes Go slices (device pointers would have to pose as
-// []float32), cannot set a stream and has no strided-batched GEMM. Four C
-// functions are all the backend needs.
+// []float32), cannot set a stream and has no strided-batched GEMM nor GemmEx. A
+// few C functions are all the backend needs.
 
 type blasHandle struct{ h C.cublasHandle_t }
 
@@ -83,6 +93,18 @@ func (b *blasHandle) sgemmStrided(transA, transB bool, M, N, K int, alpha float3
 		C.float(beta), C.ulonglong(c), C.int(ldc), C.longlong(strideC), C.int(count))
 	if st != C.CUBLAS_STATUS_SUCCESS {
 		return fmt.Errorf("cublas: strided-batched sgemm %d×(%dx%dx%d): status %d", count, M, N, K, int(st))
+	}
+	return nil
+}
+
+// gemmBF16 is sgemm with bf16 a and bb (addresses of bf16 arrays) and a
+// float32 c, products accumulated in float32.
+func (b *blasHandle) gemmBF16(transA, transB bool, M, N, K int, alpha float32, a devptr, lda int, bb devptr, ldb int, beta float32, c devptr, ldc int) error {
+	st := C.rowGemmBF16(b.h, flag(transA), flag(transB), C.int(M), C.int(N), C.int(K),
+		C.float(alpha), C.ulonglong(a), C.int(lda), C.ulonglong(bb), C.int(ldb),
+		C.float(beta), C.ulonglong(c), C.int(ldc))
+	if st != C.CUBLAS_STATUS_SUCCESS {
+		return fmt.Errorf("cublas: bf16 gemm %dx%dx%d: status %d", M, N, K, int(st))
 	}
 	return nil
 }

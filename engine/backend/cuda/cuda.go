@@ -163,7 +163,7 @@ func (b *Backend) need(op string, n int, bufs ...backend.Buffer) bool {
 			continue
 		}
 		if x.Len() < n && b.err == nil {
-			b.err = fmt.Errorf("backend cuda: %s: buffer %d holds %d floats, needs %d", op, i, x.Len(), n)
+			b.err = fmt.Errorf("backend cuda: %s: buffer %d holds %d values, needs %d", op, i, x.Len(), n)
 		}
 	}
 	return b.err == nil
@@ -193,6 +193,15 @@ func (b *Backend) alloc(n, size int) (*buffer, error) {
 }
 
 func (b *Backend) Free(x backend.Buffer) {
+	if h, ok := x.(*bf16buf); ok {
+		if h.owner && h.ptr != 0 {
+			defer b.enter()()
+			b.sync()
+			memFree(h.ptr)
+			h.ptr, h.n = 0, 0
+		}
+		return
+	}
 	d := b.buf(x)
 	if !d.owner || d.ptr == 0 {
 		return
@@ -203,7 +212,18 @@ func (b *Backend) Free(x backend.Buffer) {
 	d.ptr, d.n = 0, 0
 }
 
+// Slice shares memory from value number off on: floats of a float32
+// buffer, bf16 values of a bf16 one.
 func (b *Backend) Slice(x backend.Buffer, off, n int) backend.Buffer {
+	if h, ok := x.(*bf16buf); ok {
+		if off < 0 || n < 0 || off+n > h.n {
+			if b.err == nil {
+				b.err = fmt.Errorf("backend cuda: slice [%d, %d) of a bf16 buffer of %d values", off, off+n, h.n)
+			}
+			return &bf16buf{}
+		}
+		return &bf16buf{ptr: h.ptr.addBF16(off), n: n}
+	}
 	d := b.buf(x)
 	if off < 0 || n < 0 || off+n > d.n {
 		if b.err == nil {

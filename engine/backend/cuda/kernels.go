@@ -98,6 +98,8 @@ func (b *Backend) launch(name string, grid, threads int, args ...any) {
 			vals[i] = uint64(v)
 		case *buffer:
 			vals[i] = uint64(v.ptr)
+		case *bf16buf:
+			vals[i] = uint64(v.ptr)
 		case int:
 			vals[i] = uint64(uint32(int32(v)))
 		case float32:

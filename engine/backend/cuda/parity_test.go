@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -262,20 +263,24 @@ func TestSampleParity(t *testing.T) {
 	}
 }
 
-// bf16 conversion rounds to nearest even like the Go reference, and a
-// round trip stays within bf16's relative precision (2⁻⁸ < 2e-2).
+// bf16 conversion (f32_to_bf16) is backend.RoundBF16 bit for bit — on
+// random values, ties, NaNs, infinities, overflow and subnormals — and
+// widening it back (bf16_to_f32) is exact.
 func TestBF16Parity(t *testing.T) {
 	g := open(t)
 	rng := rand.New(rand.NewPCG(4, 4))
 	x := randn(rng, 4097, 10)
-	x[0], x[1] = float32(math.Inf(1)), 0
+	for i, u := range []uint32{0x7f800000, 0xff800000, 0x7fc00000, 0x7f800001, 0xff812345, 0x3f808000, 0x3f818000,
+		0x7f7f8000, 0x7f7fffff, 0x00008000, 0x00018000, 0x007fffff, 0x80000000, 0} {
+		x[i] = math.Float32frombits(u)
+	}
 	src, _ := g.Alloc(len(x))
 	dst, _ := g.Alloc(len(x))
 	h, err := g.AllocBF16(len(x))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.FreeBF16(h)
+	defer g.Free(h)
 	g.Upload(src, x)
 	g.ToBF16(h, src, len(x))
 	g.FromBF16(dst, h, len(x))
@@ -284,23 +289,57 @@ func TestBF16Parity(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, v := range x {
-		if want := bf16Round(v); got[i] != want {
-			t.Fatalf("x[%d] = %v: got %v, want %v", i, v, got[i], want)
+		if want := backend.RoundBF16(v); math.Float32bits(got[i]) != math.Float32bits(want) {
+			t.Fatalf("x[%d] = %#08x: got %#08x, want %#08x", i, math.Float32bits(v), math.Float32bits(got[i]), math.Float32bits(want))
 		}
-	}
-	if e := backend.RelErr(got[1:], x[1:]); e > tolBF16 {
-		t.Fatalf("bf16 round trip: relative error %g", e)
 	}
 }
 
-// bf16Round is float32 → bf16 → float32 with round-to-nearest-even.
-func bf16Round(f float32) float32 {
-	u := math.Float32bits(f)
-	if f != f {
-		return f
+// GemmBF16 (cublasGemmEx, bf16 inputs, float32 accumulation) against the
+// CPU backend's, in the three layouts of a linear layer, on inputs
+// rounded by each backend's ToBF16 and on bf16 slices at an offset.
+func TestGemmBF16Parity(t *testing.T) {
+	g := open(t)
+	c := &backend.CPU{}
+	rng := rand.New(rand.NewPCG(8, 8))
+	const M, N, K, off = 37, 29, 53, 3
+	for _, tr := range []struct{ a, b bool }{{false, true}, {false, false}, {true, false}} {
+		lda, ldb := K, N
+		if tr.a {
+			lda = M
+		}
+		if tr.b {
+			ldb = K
+		}
+		x, y, z := randn(rng, off+M*K, 1), randn(rng, off+K*N, 1), randn(rng, M*N, 1)
+		run := func(b backend.Backend) []float32 {
+			var bufs [5]backend.Buffer
+			for i, n := range []int{len(x), len(y), len(z)} {
+				bufs[i], _ = b.Alloc(n)
+				defer b.Free(bufs[i])
+			}
+			bufs[3], _ = b.AllocBF16(len(x))
+			bufs[4], _ = b.AllocBF16(len(y))
+			defer b.Free(bufs[3])
+			defer b.Free(bufs[4])
+			b.Upload(bufs[0], x)
+			b.Upload(bufs[1], y)
+			b.Upload(bufs[2], z)
+			b.ToBF16(bufs[3], bufs[0], len(x))
+			b.ToBF16(bufs[4], bufs[1], len(y))
+			b.GemmBF16(tr.a, tr.b, M, N, K, 1.5, b.Slice(bufs[3], off, M*K), lda, b.Slice(bufs[4], off, K*N), ldb, 0.5, bufs[2], N)
+			out := make([]float32, len(z))
+			if err := b.Download(out, bufs[2]); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		e := backend.RelErr(run(g), run(c))
+		t.Logf("trans %v: relative error %.3g", tr, e)
+		if e > tolBF16 {
+			t.Errorf("trans %v: relative error %.3g > %g", tr, e, tolBF16)
+		}
 	}
-	u += 0x7fff + (u>>16)&1
-	return math.Float32frombits(u &^ 0xffff)
 }
 
 // A whole training step — forward, backward, AdamW — of the Transformer on
@@ -522,4 +561,105 @@ func TestDecoderParity(t *testing.T) {
 			t.Errorf("sequence %d: greedy tokens %v, cpu %v", reqs[i].ID, got[i], want[i])
 		}
 	}
+}
+
+// A training step at bf16 — forward, backward, AdamW, Refresh, then
+// decoding with the refreshed weights — on CUDA against the same on the
+// CPU backend (backend.Transformer at BF16, the reference of the bf16
+// semantics), for the tiny and small presets: relative error ≤ 2e-2.
+func TestTrainStepParityBF16(t *testing.T) {
+	g := open(t)
+	small := model.Small()
+	small.VocabSize = 512
+	for _, c := range []model.Config{model.Tiny(), small} {
+		t.Run(fmt.Sprintf("d%d", c.HiddenSize), func(t *testing.T) {
+			trainStepParityBF16(t, g, c)
+		})
+	}
+}
+
+func trainStepParityBF16(t *testing.T, g *Backend, c model.Config) {
+	m, err := model.New(c, 14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	lens := []int{40, 7, 64, 1}
+	var toks []int
+	for _, L := range lens {
+		for range L {
+			toks = append(toks, rng.IntN(c.VocabSize))
+		}
+	}
+	dlp, dent := randn(rng, len(toks), 0.1), randn(rng, len(toks), 0.01)
+	type result struct {
+		lp, ent, grads, params, logits []float32
+	}
+	run := func(b backend.Backend) result {
+		var r result
+		tr, err := backend.NewTransformer(b, c, m.Params.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Free()
+		if err := tr.SetPrecision(backend.BF16); err != nil {
+			t.Fatal(err)
+		}
+		out, err := tr.Forward(toks, lens, model.Want{LM: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.lp, r.ent = slices.Clone(out.LogProb), slices.Clone(out.Entropy)
+		tr.ZeroGrad()
+		if err := tr.Backward(model.Grad{LogProb: dlp, Entropy: dent}); err != nil {
+			t.Fatal(err)
+		}
+		r.grads = make([]float32, tr.Layout.Size)
+		if err := b.Download(r.grads, tr.Grads); err != nil {
+			t.Fatal(err)
+		}
+		opt, err := backend.NewAdamW(b, optim.DefaultConfig(), tr.Layout.Size, tr.Layout.OptimGroups())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer opt.Free()
+		if _, err := opt.Step(tr.Params, tr.Grads); err != nil {
+			t.Fatal(err)
+		}
+		tr.Refresh()
+		r.params = make([]float32, tr.Layout.Size)
+		if err := b.Download(r.params, tr.Params); err != nil {
+			t.Fatal(err)
+		}
+		dec, err := tr.NewDecoder(2, c.MaxPositions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dec.Free()
+		logits, err := dec.Append([]int{0, 1}, [][]int{toks[:40], toks[40:47]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.logits = make([]float32, 2*c.VocabSize)
+		if err := b.Download(r.logits, logits); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	got, want := run(g), run(&backend.CPU{})
+	check := func(what string, got, want []float32) {
+		e := backend.RelErr(got, want)
+		if e > tolBF16 {
+			t.Errorf("%s: relative error %.3g > %g", what, e, tolBF16)
+		}
+	}
+	check("log-probs", got.lp, want.lp)
+	check("entropies", got.ent, want.ent)
+	for _, v := range m.Layout.Views {
+		check("gradient of "+v.Name, got.grads[v.Offset:v.Offset+v.Size], want.grads[v.Offset:v.Offset+v.Size])
+	}
+	check("parameters after AdamW", got.params, want.params)
+	check("decoder logits after Refresh", got.logits, want.logits)
+	t.Logf("bf16: log-probs %.3g, entropies %.3g, parameters %.3g, decoder logits %.3g (relative error)",
+		backend.RelErr(got.lp, want.lp), backend.RelErr(got.ent, want.ent), backend.RelErr(got.params, want.params), backend.RelErr(got.logits, want.logits))
 }
