@@ -353,3 +353,18 @@ func TestLoadedModels(t *testing.T) {
 		t.Errorf("a preset: %+v, %v", c, err)
 	}
 }
+
+func TestMonitorAndReuseFields(t *testing.T) {
+	e := Experiment{Env: Bandit(), Monitor: "rewind", ReuseRollouts: 2}
+	c, err := e.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Monitor.Action != "rewind" || c.ReuseRollouts != 2 {
+		t.Errorf("monitor action %q, reuse %d; want rewind, 2", c.Monitor.Action, c.ReuseRollouts)
+	}
+	e.Monitor = "panic"
+	if err := e.Validate(); err == nil || !strings.HasPrefix(err.Error(), "Monitor:") {
+		t.Errorf("Monitor \"panic\": error %v, want one naming the Monitor field", err)
+	}
+}

@@ -91,6 +91,13 @@ type Experiment struct {
 	// weights and accumulation); bf16 needs Backend "cuda" or "cpu-ref".
 	Precision string
 
+	// Monitor is what the collapse monitor does when a signal fires:
+	// "warn" (default: an event, training goes on), "stop" (the run ends
+	// there, with an error saying why) or "rewind" (training goes on from
+	// the best weights so far, judged by validation success, or by reward
+	// on steps without validation).
+	Monitor string
+
 	// Fresh re-runs even when the cache holds this experiment's result.
 	Fresh bool
 }
@@ -211,6 +218,9 @@ func (e Experiment) Config() (train.Config, error) {
 	if e.Precision != "" {
 		c.Precision = e.Precision
 	}
+	if e.Monitor != "" {
+		c.Monitor.Action = e.Monitor
+	}
 	if kind, dir := e.Model.source(); kind != "" {
 		if dir == "" {
 			return c, &FieldError{"Model", kind + ": the model directory is empty"}
@@ -276,7 +286,7 @@ var trainField = map[string]string{
 	"model": "Model", "pretrained": "Model", "init": "Model", "context_length": "ContextLength", "vocab_size": "VocabSize",
 	"steps": "Steps", "env_groups": "Groups", "group_size": "GroupSize",
 	"max_tokens_per_turn": "TokensPerTurn",
-	"temperature":         "Temperature", "backend": "Backend", "precision": "Precision", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches", "reuse_rollouts": "ReuseRollouts",
+	"temperature":         "Temperature", "backend": "Backend", "precision": "Precision", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches", "reuse_rollouts": "ReuseRollouts", "monitor.action": "Monitor",
 	"actor_lr": "ActorLR", "critic_lr": "CriticLR", "val_episodes": "ValEpisodes",
 	"val_every": "ValEvery", "checkpoint_every": "CheckpointEvery",
 	"warm_start.steps": "WarmStart.Steps", "warm_start.episodes": "WarmStart.Episodes",
