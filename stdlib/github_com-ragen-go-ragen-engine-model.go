@@ -11,6 +11,7 @@ func init() {
 	Symbols["github.com/ragen-go/ragen/engine/model/model"] = map[string]reflect.Value{
 		// function, constant and variable definitions
 		"Base":             reflect.ValueOf(model.Base),
+		"CheckAppend":      reflect.ValueOf(model.CheckAppend),
 		"CrossEntropyGrad": reflect.ValueOf(model.CrossEntropyGrad),
 		"Load":             reflect.ValueOf(model.Load),
 		"New":              reflect.ValueOf(model.New),

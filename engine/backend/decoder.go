@@ -125,11 +125,17 @@ func (d *Decoder) MaxPositions() int { return d.maxLen }
 
 // Len returns the number of tokens of sequence id (0 if unknown).
 func (d *Decoder) Len(id int) int {
+	n, _, _ := d.lengths(id)
+	return n
+}
+
+// lengths is model.CheckAppend's view of a sequence.
+func (d *Decoder) lengths(id int) (length, pending int, ok bool) {
 	s, ok := d.seqs[id]
 	if !ok {
-		return 0
+		return 0, 0, false
 	}
-	return s.n + len(s.pending)
+	return s.n + len(s.pending), len(s.pending), true
 }
 
 // IDs returns the ids of the sequences in the decoder, ascending.
@@ -159,36 +165,9 @@ func (d *Decoder) Remove(id int) {
 // nothing.
 func (d *Decoder) Append(ids []int, chunks [][]int) (Buffer, error) {
 	c := d.t.Config
-	if len(ids) == 0 {
-		return nil, errors.New("decoder: empty batch: no sequences")
-	}
-	if len(chunks) != len(ids) {
-		return nil, fmt.Errorf("decoder: %d ids but %d chunks", len(ids), len(chunks))
-	}
-	seen := make(map[int]bool, len(ids))
-	fresh := 0
-	for i, id := range ids {
-		if seen[id] {
-			return nil, fmt.Errorf("decoder: sequence %d appears twice in one step", id)
-		}
-		seen[id] = true
-		for j, t := range chunks[i] {
-			if t < 0 || t >= c.VocabSize {
-				return nil, fmt.Errorf("decoder: sequence %d: token %d: id %d out of range [0, %d)", id, j, t, c.VocabSize)
-			}
-		}
-		add := len(chunks[i])
-		if s, ok := d.seqs[id]; ok {
-			add += len(s.pending)
-		} else {
-			fresh++
-		}
-		if add == 0 {
-			return nil, fmt.Errorf("decoder: sequence %d: nothing to append (empty chunk)", id)
-		}
-		if n := d.Len(id) + len(chunks[i]); n > d.maxLen {
-			return nil, fmt.Errorf("decoder: sequence %d: length %d would exceed the decoder's %d positions", id, n, d.maxLen)
-		}
+	fresh, _, err := model.CheckAppend(ids, chunks, c.VocabSize, d.maxLen, fmt.Sprintf("the decoder's %d positions", d.maxLen), d.lengths)
+	if err != nil {
+		return nil, err
 	}
 	if free := d.S - len(d.seqs); fresh > free {
 		return nil, fmt.Errorf("decoder: %d new sequences but only %d of %d slots are free", fresh, free, d.S)

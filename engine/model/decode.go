@@ -96,11 +96,17 @@ func (m *Model) NewDecoder() (*Decoder, error) {
 
 // Len returns the number of tokens of sequence id (0 if unknown).
 func (d *Decoder) Len(id int) int {
+	n, _, _ := d.lengths(id)
+	return n
+}
+
+// lengths is CheckAppend's view of a sequence.
+func (d *Decoder) lengths(id int) (length, pending int, ok bool) {
 	s, ok := d.seqs[id]
 	if !ok {
-		return 0
+		return 0, 0, false
 	}
-	return s.n + len(s.pending)
+	return s.n + len(s.pending), len(s.pending), true
 }
 
 // IDs returns the ids of the sequences in the decoder, ascending.
@@ -131,35 +137,9 @@ func (d *Decoder) Append(ids []int, chunks [][]int) ([]float32, error) {
 // regrown, and copied, as generation proceeds.
 func (d *Decoder) append(ids []int, chunks [][]int, ahead int) ([]float32, error) {
 	c := d.m.Config
-	if len(ids) == 0 {
-		return nil, errors.New("decoder: empty batch: no sequences")
-	}
-	if len(chunks) != len(ids) {
-		return nil, fmt.Errorf("decoder: %d ids but %d chunks", len(ids), len(chunks))
-	}
-	seen := make(map[int]bool, len(ids))
-	N := 0
-	for i, id := range ids {
-		if seen[id] {
-			return nil, fmt.Errorf("decoder: sequence %d appears twice in one step", id)
-		}
-		seen[id] = true
-		for j, t := range chunks[i] {
-			if t < 0 || t >= c.VocabSize {
-				return nil, fmt.Errorf("decoder: sequence %d: token %d: id %d out of range [0, %d)", id, j, t, c.VocabSize)
-			}
-		}
-		add := len(chunks[i])
-		if s, ok := d.seqs[id]; ok {
-			add += len(s.pending)
-		}
-		if add == 0 {
-			return nil, fmt.Errorf("decoder: sequence %d: nothing to append (empty chunk)", id)
-		}
-		if n := d.Len(id) + len(chunks[i]); n > c.MaxPositions {
-			return nil, fmt.Errorf("decoder: sequence %d: length %d would exceed max_position_embeddings %d", id, n, c.MaxPositions)
-		}
-		N += add
+	_, N, err := CheckAppend(ids, chunks, c.VocabSize, c.MaxPositions, fmt.Sprintf("max_position_embeddings %d", c.MaxPositions), d.lengths)
+	if err != nil {
+		return nil, err
 	}
 
 	// Gather the new tokens, sequence by sequence, and make room in the caches.

@@ -1,8 +1,6 @@
 package train
 
 import (
-	"context"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -52,22 +50,5 @@ func TestBF16Path(t *testing.T) {
 		t.Fatal("bf16 metrics equal f32's")
 	}
 
-	c.RunDir = t.TempDir()
-	c.CheckpointEvery, c.Steps = 1, 1
-	run(t, c).Close()
-	c.Steps = 2
-	tr, err := New(context.Background(), c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	if err := tr.Resume(filepath.Join(c.RunDir, "checkpoints", "step-000001")); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(deterministic(whole.History), deterministic(tr.History)) {
-		t.Fatalf("resumed bf16 run differs:\n%v\n%v", deterministic(whole.History), deterministic(tr.History))
-	}
+	checkResumeMatches(t, c, whole)
 }

@@ -92,17 +92,24 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	c.Steps = 3
 	c.ValEpisodes = 0
 	c.Algo.FilterRatio = 1
-	whole := run(t, c)
+	checkResumeMatches(t, c, run(t, c))
+}
 
+// checkResumeMatches trains c for one step with a checkpoint, resumes from
+// it up to c.Steps and fails unless the metrics equal those of whole, the
+// same run uninterrupted.
+func checkResumeMatches(t *testing.T, c Config, whole *Trainer) {
+	t.Helper()
+	steps := c.Steps
 	c.RunDir = t.TempDir()
-	c.CheckpointEvery = 1
-	c.Steps = 1
-	run(t, c) // steps 1, checkpoint at 1
-	c.Steps = 3
+	c.CheckpointEvery, c.Steps = 1, 1
+	run(t, c).Close()
+	c.Steps = steps
 	tr, err := New(context.Background(), c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tr.Close()
 	if err := tr.Resume(filepath.Join(c.RunDir, "checkpoints", "step-000001")); err != nil {
 		t.Fatal(err)
 	}
