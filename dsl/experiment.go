@@ -116,6 +116,10 @@ type WarmStart struct {
 	LR float64
 	// Imperfect is the fraction of turns answered imperfectly (0.3).
 	Imperfect float64
+	// LearnContext also trains on the observations, not only on the
+	// responses: a small model from scratch needs it to learn to read
+	// positions off the state (FrozenLake, Sokoban).
+	LearnContext bool
 }
 
 // What a reward expression's run-time error does (Experiment.RewardErrors).
@@ -206,6 +210,7 @@ func (e Experiment) Config() (train.Config, error) {
 	if e.WarmStart.Skip {
 		c.WarmStart.Steps = 0
 	}
+	c.WarmStart.LearnContext = e.WarmStart.LearnContext
 	if e.NoValidation {
 		c.ValEpisodes = 0
 	}
@@ -291,7 +296,7 @@ var trainField = map[string]string{
 	"val_every": "ValEvery", "checkpoint_every": "CheckpointEvery",
 	"warm_start.steps": "WarmStart.Steps", "warm_start.episodes": "WarmStart.Episodes",
 	"warm_start.batch_size": "WarmStart.BatchSize", "warm_start.lr": "WarmStart.LR",
-	"warm_start.imperfect": "WarmStart.Imperfect", "env": "Env",
+	"warm_start.imperfect": "WarmStart.Imperfect", "warm_start.learn_context": "WarmStart.LearnContext", "env": "Env",
 }
 
 // fieldOf rewrites a trainer validation error, "group_size: must be ...",

@@ -53,6 +53,7 @@ func runTrain(args []string) error {
 	fs.IntVar(&c.PPOEpochs, "epochs", c.PPOEpochs, "PPO epochs over each step's rollouts")
 	fs.IntVar(&c.WarmStart.Steps, "sft-steps", c.WarmStart.Steps, "warm-start fine-tuning steps (0: none)")
 	fs.IntVar(&c.WarmStart.Episodes, "sft-episodes", c.WarmStart.Episodes, "expert episodes the warm start learns from")
+	fs.BoolVar(&c.WarmStart.LearnContext, "sft-context", c.WarmStart.LearnContext, "warm start also learns the context tokens (observations), not only the responses: needed to learn to read the state from scratch")
 	fs.Float64Var(&c.WarmStart.Imperfect, "sft-imperfect", c.WarmStart.Imperfect, "fraction of warm-start turns answered by an imperfect demonstration")
 	fs.StringVar(&c.RunDir, "run", "", "run directory for config, metrics.jsonl, events and checkpoints")
 	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", 0, "checkpoint every N steps (0: at the end only)")

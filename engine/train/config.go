@@ -156,6 +156,14 @@ type WarmStart struct {
 	LR float64 `json:"lr"`
 	// BatchSize in episodes per SFT step (8).
 	BatchSize int `json:"batch_size"`
+	// LearnContext also trains on the context tokens (system prompt,
+	// observations, rewards), as a language model, not only on the agent's
+	// responses (false). A model trained from scratch needs it to learn to
+	// read the state: the observations of an episode repeat each other
+	// (Goal: (2, 2) on every turn), and predicting them grows the attention
+	// heads that look a position up, which the responses alone, a few
+	// digits among many template tokens, do not (decision 21).
+	LearnContext bool `json:"learn_context,omitempty"`
 	// CacheDir keeps warm starts by a hash of their config, so re-running
 	// a notebook does not redo them; empty = the user cache directory.
 	CacheDir string `json:"-"`

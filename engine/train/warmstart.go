@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/ragen-go/ragen/engine/checkpoint"
 	"github.com/ragen-go/ragen/engine/model"
@@ -30,7 +31,8 @@ const warmStartVersion = 2 // 2: FrozenLake's expert reasons from the two positi
 //  2. train a byte-level BPE vocabulary of VocabSize on their text, so the
 //     tiny models see whole words (Right, <think>, grid rows);
 //  3. fine-tune a freshly initialised policy on the demonstrations'
-//     response tokens (cross-entropy on the agent's tokens only) for
+//     response tokens (cross-entropy on the agent's tokens only, or on
+//     every token with LearnContext) for
 //     WarmStart.Steps steps of BatchSize episodes, AdamW with cosine decay.
 //
 // The fine-tuning runs on the run's compute path (wrap), which returns the
@@ -137,8 +139,8 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 }
 
 // finetune is the supervised phase: cross-entropy on the demonstrations'
-// response tokens (model.CrossEntropyGrad), minibatches drawn in a seeded
-// shuffled order.
+// response tokens, or on all their tokens with WarmStart.LearnContext
+// (model.CrossEntropyGrad), minibatches drawn in a seeded shuffled order.
 func finetune(ctx context.Context, n network, demos []*rollout.Trajectory, ws WarmStart, seed int64) error {
 	oc := optim.DefaultConfig()
 	oc.LR, oc.Schedule, oc.WarmupSteps, oc.TotalSteps = ws.LR, "cosine", min(20, ws.Steps/10), ws.Steps
@@ -165,7 +167,11 @@ func finetune(ctx context.Context, n network, demos []*rollout.Trajectory, ws Wa
 			next++
 			tokens = append(tokens, d.Tokens...)
 			lens = append(lens, len(d.Tokens))
-			mask = append(mask, d.Agent...)
+			if ws.LearnContext {
+				mask = append(mask, slices.Repeat([]bool{true}, len(d.Tokens))...)
+			} else {
+				mask = append(mask, d.Agent...)
+			}
 		}
 		n.ZeroGrad()
 		out, err := n.Forward(tokens, lens, model.Want{LM: true})

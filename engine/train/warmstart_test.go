@@ -1,6 +1,13 @@
 package train
 
-import "testing"
+import (
+	"context"
+	"testing"
+
+	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/engine/rollout"
+	"github.com/ragen-go/ragen/envs"
+)
 
 // TestWarmStartKeyResolvesOptions: spelling out a default option does not
 // change the warm start's cache key; changing a value does.
@@ -20,5 +27,86 @@ func TestWarmStartKeyResolvesOptions(t *testing.T) {
 	}
 	if other := key(map[string]any{"is_slippery": false, "size": 5}); other == implicit {
 		t.Error("size 5 gave the key of size 4")
+	}
+}
+
+// TestWarmStartKeyStable pins the key of the default configuration: a
+// change to it silently invalidates every cached warm start and the
+// committed notebooks' numbers, so it must come with a new
+// warmStartVersion and re-run notebooks. LearnContext, off by default,
+// leaves the key as it was before the option existed, and on changes it.
+func TestWarmStartKeyStable(t *testing.T) {
+	c := Default()
+	k, err := warmStartKey(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "bf8213011cd6973310585498"
+	if k != want {
+		t.Errorf("default warm-start key %s, want %s", k, want)
+	}
+	c.WarmStart.LearnContext = true
+	if k2, _ := warmStartKey(&c); k2 == k {
+		t.Error("LearnContext did not change the key")
+	}
+}
+
+// TestWarmStartLearnContext: with LearnContext the warm start also learns
+// the context (here the bandit's prompt), so the context's tokens end up
+// far more likely than after a warm start on the responses alone, and the
+// responses are learned about as well.
+func TestWarmStartLearnContext(t *testing.T) {
+	nll := func(learnContext bool) (ctx, agent float64) {
+		c := tinyConfig(t)
+		c.WarmStart.Steps, c.WarmStart.LearnContext = 100, learnContext
+		wrap, _, err := networks("cpu", "f32")
+		if err != nil {
+			t.Fatal(err)
+		}
+		newEnv := func() (envs.Env, error) { return envs.New(c.Env, c.EnvOptions) }
+		tok, policy, err := warmStart(context.Background(), &c, newEnv, wrap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer policy.Free()
+		env, _ := newEnv()
+		demos, err := envs.Demonstrations(env, envs.DemoConfig{Episodes: 4, Seed: 1 << 40, Turn: envs.TurnConfig{Think: c.Think}, Prompt: envs.PromptConfig{Think: c.Think}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chat, err := rollout.NewChat(tok, nil, c.Think)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nc, na int
+		for _, d := range demos {
+			tr, err := rollout.FromDemo(d, chat, c.MaxTokensPerTurn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := policy.Forward(tr.Tokens, []int{len(tr.Tokens)}, model.Want{LM: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i < len(tr.Tokens); i++ {
+				if tr.Agent[i] {
+					agent -= float64(out.LogProb[i])
+					na++
+				} else {
+					ctx -= float64(out.LogProb[i])
+					nc++
+				}
+			}
+		}
+		return ctx / float64(nc), agent / float64(na)
+	}
+	ctxOff, agentOff := nll(false)
+	ctxOn, agentOn := nll(true)
+	t.Logf("context tokens: %.3f nats without LearnContext, %.3f with; agent tokens %.3f, %.3f", ctxOff, ctxOn, agentOff, agentOn)
+	if !(ctxOn < ctxOff/2) {
+		t.Errorf("LearnContext left the context at %.3f nats a token (%.3f without): it did not learn the context", ctxOn, ctxOff)
+	}
+	if !(agentOn < 1.3*agentOff) {
+		t.Errorf("agent tokens at %.3f nats a token with LearnContext, %.3f without: learning the context crowded out the responses", agentOn, agentOff)
 	}
 }
