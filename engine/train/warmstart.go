@@ -22,7 +22,7 @@ import (
 
 // warmStartVersion changes whenever the warm start's procedure changes, so
 // caches made by an older procedure are not reused.
-const warmStartVersion = 2 // 2: FrozenLake's expert reasons from the two positions
+const warmStartVersion = 3 // 3: FrozenLake on coordinates reasons one axis at a time
 
 // warmStart returns the tokenizer and the policy the RL phase starts from:
 //

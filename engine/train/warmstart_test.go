@@ -41,7 +41,7 @@ func TestWarmStartKeyStable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = "bf8213011cd6973310585498"
+	const want = "ece0794249fa8f6f993cc9be"
 	if k != want {
 		t.Errorf("default warm-start key %s, want %s", k, want)
 	}

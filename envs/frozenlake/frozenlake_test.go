@@ -1,7 +1,9 @@
 package frozenlake
 
 import (
+	"fmt"
 	"math"
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -240,6 +242,38 @@ func TestRelative(t *testing.T) {
 	} {
 		if got := relative(c.dr, c.dc); got != c.want {
 			t.Errorf("relative(%d, %d) = %q, want %q", c.dr, c.dc, got, c.want)
+		}
+	}
+}
+
+// TestExplainOneAxisAtATime: on coordinates the expert's reasoning copies
+// both positions and then states each axis's difference from the two
+// digits it names; the words agree with the moves it takes.
+func TestExplainOneAxisAtATime(t *testing.T) {
+	for seed := int64(0); seed < 50; seed++ {
+		e := newEnv(t, map[string]any{"is_slippery": false, "observation_format": "coord"})
+		e.Reset(seed)
+		if e.ShortestPath() == nil {
+			continue
+		}
+		g := e.goalAt()
+		think := e.Demonstrate(rand.New(rand.NewSource(seed)), false)
+		want := fmt.Sprintf("(%d, %d)", e.pos[0], e.pos[1])
+		if !strings.Contains(think, want) || !strings.Contains(think, fmt.Sprintf("(%d, %d).", g[0], g[1])) {
+			t.Errorf("seed %d: %q does not copy the positions %s and (%d, %d)", seed, think, want, g[0], g[1])
+		}
+		rows := fmt.Sprintf("Row %d to %d: %s.", e.pos[0], g[0], axisMove(g[0]-e.pos[0], "up", "down", "same row"))
+		cols := fmt.Sprintf("Column %d to %d: %s.", e.pos[1], g[1], axisMove(g[1]-e.pos[1], "left", "right", "same column"))
+		if !strings.Contains(think, rows) || !strings.Contains(think, cols) {
+			t.Errorf("seed %d: %q lacks %q or %q", seed, think, rows, cols)
+		}
+	}
+	for _, c := range []struct {
+		d    int
+		want string
+	}{{-2, "two up"}, {3, "three down"}, {0, "same row"}, {12, "12 down"}} {
+		if got := axisMove(c.d, "up", "down", "same row"); got != c.want {
+			t.Errorf("axisMove(%d) = %q, want %q", c.d, got, c.want)
 		}
 	}
 }
