@@ -182,17 +182,28 @@ func (e Experiment) key(cfg *train.Config) (string, error) {
 	}
 	b, err := json.Marshal(struct {
 		Version      int
+		WarmStart    int `json:",omitempty"` // the demonstrations' version: a new expert must not reuse runs
 		Config       *train.Config
 		Reward       string
 		RewardErrors string
 		Filter       string
 		Model        string `json:",omitempty"` // a loaded model's files
-	}{cacheVersion, cfg, e.Reward.Source, e.RewardErrors, f.String(), model})
+	}{cacheVersion, warmStartVersion(cfg), cfg, e.Reward.Source, e.RewardErrors, f.String(), model})
 	if err != nil {
 		return "", fmt.Errorf("run cache: %w", err)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12]), nil
+}
+
+// warmStartVersion is train.WarmStartVersion for a run that warm-starts,
+// else 0: the run's config names the warm start's settings, not the expert
+// that wrote its demonstrations.
+func warmStartVersion(cfg *train.Config) int {
+	if cfg.WarmStart.Steps > 0 {
+		return train.WarmStartVersion
+	}
+	return 0
 }
 
 // cacheRoot is $RAGEN_CACHE, else ragen/ in the user cache directory.

@@ -13,14 +13,15 @@ import (
 func init() {
 	Symbols["github.com/ragen-go/ragen/engine/train/train"] = map[string]reflect.Value{
 		// function, constant and variable definitions
-		"Default":        reflect.ValueOf(train.Default),
-		"DefaultMonitor": reflect.ValueOf(train.DefaultMonitor),
-		"ErrCollapse":    reflect.ValueOf(&train.ErrCollapse).Elem(),
-		"MonitorRewind":  reflect.ValueOf(constant.MakeFromLiteral("\"rewind\"", token.STRING, 0)),
-		"MonitorStop":    reflect.ValueOf(constant.MakeFromLiteral("\"stop\"", token.STRING, 0)),
-		"MonitorWarn":    reflect.ValueOf(constant.MakeFromLiteral("\"warn\"", token.STRING, 0)),
-		"New":            reflect.ValueOf(train.New),
-		"NewMonitor":     reflect.ValueOf(train.NewMonitor),
+		"Default":          reflect.ValueOf(train.Default),
+		"DefaultMonitor":   reflect.ValueOf(train.DefaultMonitor),
+		"ErrCollapse":      reflect.ValueOf(&train.ErrCollapse).Elem(),
+		"MonitorRewind":    reflect.ValueOf(constant.MakeFromLiteral("\"rewind\"", token.STRING, 0)),
+		"MonitorStop":      reflect.ValueOf(constant.MakeFromLiteral("\"stop\"", token.STRING, 0)),
+		"MonitorWarn":      reflect.ValueOf(constant.MakeFromLiteral("\"warn\"", token.STRING, 0)),
+		"New":              reflect.ValueOf(train.New),
+		"NewMonitor":       reflect.ValueOf(train.NewMonitor),
+		"WarmStartVersion": reflect.ValueOf(constant.MakeFromLiteral("3", token.INT, 0)),
 
 		// type definitions
 		"Config":        reflect.ValueOf((*train.Config)(nil)),

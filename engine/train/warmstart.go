@@ -20,9 +20,10 @@ import (
 	"github.com/ragen-go/ragen/envs"
 )
 
-// warmStartVersion changes whenever the warm start's procedure changes, so
-// caches made by an older procedure are not reused.
-const warmStartVersion = 3 // 3: FrozenLake on coordinates reasons one axis at a time
+// WarmStartVersion changes whenever the warm start's procedure changes, so
+// caches made by an older procedure are not reused: cached warm starts and
+// the DSL's cached runs that warm-start both key on it.
+const WarmStartVersion = 3 // 3: FrozenLake on coordinates reasons one axis at a time
 
 // warmStart returns the tokenizer and the policy the RL phase starts from:
 //
@@ -228,7 +229,7 @@ func warmStartKey(cfg *Config) (string, error) {
 		Think            bool
 		FormatPenalty    float64
 		Backend          string `json:",omitempty"` // "" for cpu: the host path's keys predate backends
-	}{warmStartVersion, env, opts, mc, cfg.WarmStart, cfg.Seed, cfg.MaxTokensPerTurn, cfg.Think, cfg.FormatPenalty, warmStartBackend(cfg.Backend, cfg.Precision)})
+	}{WarmStartVersion, env, opts, mc, cfg.WarmStart, cfg.Seed, cfg.MaxTokensPerTurn, cfg.Think, cfg.FormatPenalty, warmStartBackend(cfg.Backend, cfg.Precision)})
 	if err != nil {
 		return "", fmt.Errorf("warm start: env_options: %w", err)
 	}

@@ -33,7 +33,7 @@ func TestWarmStartKeyResolvesOptions(t *testing.T) {
 // TestWarmStartKeyStable pins the key of the default configuration: a
 // change to it silently invalidates every cached warm start and the
 // committed notebooks' numbers, so it must come with a new
-// warmStartVersion and re-run notebooks. LearnContext, off by default,
+// WarmStartVersion and re-run notebooks. LearnContext, off by default,
 // leaves the key as it was before the option existed, and on changes it.
 func TestWarmStartKeyStable(t *testing.T) {
 	c := Default()
