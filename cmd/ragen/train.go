@@ -35,6 +35,7 @@ func runTrain(args []string) error {
 	preset := fs.String("preset", "starpo-s", "algorithm preset: starpo-s | starpo")
 	estimator := fs.String("estimator", "", "advantage estimator (default: the preset's): "+strings.Join([]string{algo.EstGAE, algo.EstBiLevelGAE, algo.EstGRPO, algo.EstDrGRPO, algo.EstRLOO, algo.EstReinforce, algo.EstReinforcePP, algo.EstReinforcePPBaseline}, " | "))
 	filter := fs.Float64("filter", -1, "keep this fraction of groups by in-group reward std (default: the preset's)")
+	lossAgg := fs.String("loss-agg", "", "loss aggregation (default: the preset's): "+strings.Join([]string{algo.AggTokenMean, algo.AggSeqMeanTokenSum, algo.AggSeqMeanTokenMean, algo.AggSeqMeanTokenSumNrm}, " | "))
 	fs.StringVar(&c.Env, "env", c.Env, "environment: "+strings.Join(envs.Names(), " | "))
 	fs.Var(&opts, "opt", "environment option key=value (repeatable), e.g. -opt dim=6 -opt boxes=1")
 	fs.StringVar(&c.Model, "model", c.Model, "model preset: tiny | small | base")
@@ -78,6 +79,9 @@ func runTrain(args []string) error {
 	}
 	if *filter >= 0 {
 		c.Algo.FilterRatio = *filter
+	}
+	if *lossAgg != "" {
+		c.Algo.LossAgg = *lossAgg
 	}
 	if len(opts) > 0 {
 		spec, ok := envs.Lookup(c.Env)

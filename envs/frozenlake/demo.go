@@ -77,8 +77,8 @@ func (e *Env) cut(acts []string) []string {
 // relation ("one row up and two columns to the left") asks for both
 // differences at once: a warm start that copied the positions correctly
 // still named the wrong relation in most games (decision 22). The grid
-// format keeps the one-relation wording its committed notebooks were run
-// with.
+// format, whose observation shows no coordinates, keeps the one-relation
+// wording.
 func (e *Env) explain(rng *rand.Rand, where string, detour bool, acts []string, pathLen int) string {
 	g := e.goalAt()
 	var b strings.Builder
