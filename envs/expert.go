@@ -1,6 +1,9 @@
 package envs
 
-import "math/rand"
+import (
+	"fmt"
+	"math/rand"
+)
 
 // Expert is implemented by environments that can demonstrate how to play:
 // the warm start fine-tunes the policy on these demonstrations.
@@ -13,3 +16,14 @@ type Expert interface {
 	// It does not change the environment's state.
 	Demonstrate(rng *rand.Rand, imperfect bool) string
 }
+
+// NumberWord spells n for an expert's reasoning: in words up to ten, in
+// digits beyond.
+func NumberWord(n int) string {
+	if n >= 0 && n < len(numberWords) {
+		return numberWords[n]
+	}
+	return fmt.Sprint(n)
+}
+
+var numberWords = []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}

@@ -31,6 +31,7 @@ func init() {
 		"Names":                   reflect.ValueOf(envs.Names),
 		"New":                     reflect.ValueOf(envs.New),
 		"NewRand":                 reflect.ValueOf(envs.NewRand),
+		"NumberWord":              reflect.ValueOf(envs.NumberWord),
 		"OptMaxActionsPerEpisode": reflect.ValueOf(constant.MakeFromLiteral("\"max_actions_per_episode\"", token.STRING, 0)),
 		"OptMaxActionsPerTurn":    reflect.ValueOf(constant.MakeFromLiteral("\"max_actions_per_turn\"", token.STRING, 0)),
 		"OptMaxTurns":             reflect.ValueOf(constant.MakeFromLiteral("\"max_turns\"", token.STRING, 0)),

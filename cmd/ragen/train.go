@@ -33,9 +33,9 @@ func runTrain(args []string) error {
 	c := train.Default()
 	var opts optionFlags
 	preset := fs.String("preset", "starpo-s", "algorithm preset: starpo-s | starpo")
-	estimator := fs.String("estimator", "", "advantage estimator (default: the preset's): "+strings.Join([]string{algo.EstGAE, algo.EstBiLevelGAE, algo.EstGRPO, algo.EstDrGRPO, algo.EstRLOO, algo.EstReinforce, algo.EstReinforcePP, algo.EstReinforcePPBaseline}, " | "))
+	estimator := fs.String("estimator", "", "advantage estimator (default: the preset's): "+strings.Join(algo.Estimators, " | "))
 	filter := fs.Float64("filter", -1, "keep this fraction of groups by in-group reward std (default: the preset's)")
-	lossAgg := fs.String("loss-agg", "", "loss aggregation (default: the preset's): "+strings.Join([]string{algo.AggTokenMean, algo.AggSeqMeanTokenSum, algo.AggSeqMeanTokenMean, algo.AggSeqMeanTokenSumNrm}, " | "))
+	lossAgg := fs.String("loss-agg", "", "loss aggregation (default: the preset's): "+strings.Join(algo.LossAggs, " | "))
 	fs.StringVar(&c.Env, "env", c.Env, "environment: "+strings.Join(envs.Names(), " | "))
 	fs.Var(&opts, "opt", "environment option key=value (repeatable), e.g. -opt dim=6 -opt boxes=1")
 	fs.StringVar(&c.Model, "model", c.Model, "model preset: tiny | small | base")

@@ -25,6 +25,13 @@ const (
 	AggSeqMeanTokenSumNrm = "seq-mean-token-sum-norm"
 )
 
+// Estimators and LossAggs list the values Config.Validate accepts for
+// AdvEstimator and LossAgg.
+var (
+	Estimators = []string{EstGAE, EstBiLevelGAE, EstGRPO, EstDrGRPO, EstRLOO, EstReinforce, EstReinforcePP, EstReinforcePPBaseline}
+	LossAggs   = []string{AggTokenMean, AggSeqMeanTokenSum, AggSeqMeanTokenMean, AggSeqMeanTokenSumNrm}
+)
+
 // KL placements (Config.KLPlacement) and estimators (Config.KLEstimator).
 const (
 	KLNone   = "none"   // no KL to the reference policy
@@ -180,8 +187,7 @@ func (c *Config) Validate() error {
 	}
 	checks := []func() error{
 		func() error {
-			return oneOf("adv_estimator", c.AdvEstimator, EstGAE, EstBiLevelGAE, EstGRPO, EstDrGRPO,
-				EstRLOO, EstReinforce, EstReinforcePP, EstReinforcePPBaseline)
+			return oneOf("adv_estimator", c.AdvEstimator, Estimators...)
 		},
 		func() error { return unit("gamma", c.Gamma) },
 		func() error { return unit("lam", c.Lam) },
@@ -207,7 +213,7 @@ func (c *Config) Validate() error {
 			return nil
 		},
 		func() error {
-			return oneOf("loss_agg", c.LossAgg, AggTokenMean, AggSeqMeanTokenSum, AggSeqMeanTokenMean, AggSeqMeanTokenSumNrm)
+			return oneOf("loss_agg", c.LossAgg, LossAggs...)
 		},
 		func() error {
 			if c.LossScaleLen < 0 {

@@ -163,25 +163,15 @@ func relative(dr, dc int) string {
 func axisMove(d int, less, more, same string) string {
 	switch {
 	case d < 0:
-		return number(-d) + " " + less
+		return envs.NumberWord(-d) + " " + less
 	case d > 0:
-		return number(d) + " " + more
+		return envs.NumberWord(d) + " " + more
 	}
 	return same
 }
 
-// number spells n in words up to ten, in digits beyond.
-func number(n int) string {
-	if n < len(numberWords) {
-		return numberWords[n]
-	}
-	return fmt.Sprint(n)
-}
-
-var numberWords = []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}
-
 func count(n int, one, many string) string {
-	w := number(n)
+	w := envs.NumberWord(n)
 	if n == 1 {
 		return w + " " + one
 	}

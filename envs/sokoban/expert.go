@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand"
 	"strings"
+
+	"github.com/ragen-go/ragen/envs"
 )
 
 // Demonstrate implements envs.Expert: the solver's next moves (at most one
@@ -146,7 +148,7 @@ func relation(a, b [2]int) string {
 		if abs(dr) > 1 {
 			unit = "rows"
 		}
-		parts = append(parts, fmt.Sprintf("%s %s %s", number(abs(dr)), unit, dir))
+		parts = append(parts, fmt.Sprintf("%s %s %s", envs.NumberWord(abs(dr)), unit, dir))
 	}
 	if dc != 0 {
 		unit, dir := "column", "left of"
@@ -156,7 +158,7 @@ func relation(a, b [2]int) string {
 		if abs(dc) > 1 {
 			unit = "columns"
 		}
-		parts = append(parts, fmt.Sprintf("%s %s %s", number(abs(dc)), unit, dir))
+		parts = append(parts, fmt.Sprintf("%s %s %s", envs.NumberWord(abs(dc)), unit, dir))
 	}
 	if len(parts) == 0 {
 		return "on"
@@ -240,16 +242,6 @@ func (e *Env) swapOne(rng *rand.Rand, moves []int) []int {
 	return out
 }
 
-var numbers = []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}
-
-// number spells small counts.
-func number(n int) string {
-	if n < len(numbers) {
-		return numbers[n]
-	}
-	return fmt.Sprint(n)
-}
-
 // times spells a repeat count: "once", "twice", "three times".
 func times(n int) string {
 	switch n {
@@ -258,7 +250,7 @@ func times(n int) string {
 	case 2:
 		return "twice"
 	}
-	return number(n) + " times"
+	return envs.NumberWord(n) + " times"
 }
 
 // pick returns a random element of options.
