@@ -23,7 +23,7 @@ import (
 // WarmStartVersion changes whenever the warm start's procedure changes, so
 // caches made by an older procedure are not reused: cached warm starts and
 // the DSL's cached runs that warm-start both key on it.
-const WarmStartVersion = 3 // 3: FrozenLake on coordinates reasons one axis at a time
+const WarmStartVersion = 4 // 4: FrozenLake on firm ice with coordinates walks its path in words
 
 // warmStart returns the tokenizer and the policy the RL phase starts from:
 //

@@ -41,7 +41,7 @@ func TestWarmStartKeyStable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = "ece0794249fa8f6f993cc9be"
+	const want = "e1d70c21e237528d9bdca82f"
 	if k != want {
 		t.Errorf("default warm-start key %s, want %s", k, want)
 	}

@@ -42,6 +42,11 @@ func (e *Env) Demonstrate(rng *rand.Rand, imperfect bool) string {
 		}
 		acts = e.cut(acts)
 		think = fmt.Sprintf(pick(rng, wanderReasons), join(acts))
+	case e.traces():
+		var steps []string
+		path, steps = e.tracedPath()
+		acts = e.cut(path)
+		think = e.explainTrace(rng, steps[:len(acts)], acts, len(path))
 	default:
 		acts = e.cut(path)
 		detour := len(path) > abs(g[0]-e.pos[0])+abs(g[1]-e.pos[1])
@@ -114,6 +119,119 @@ func (e *Env) explain(rng *rand.Rand, where string, detour bool, acts []string, 
 		fmt.Fprintf(&b, pick(rng, []string{" I go %s.", " So: %s.", " My moves: %s."}), join(acts))
 	}
 	return b.String()
+}
+
+// traces reports whether the expert walks its path in words: on firm ice
+// with coordinates, where every position it passes can be written down.
+func (e *Env) traces() bool {
+	return e.cfg.deterministic() && (e.cfg.Format == "coord" || e.cfg.Format == "grid_coord")
+}
+
+// explainTrace is the expert's reasoning on firm ice with coordinates: the
+// two positions and the per-axis differences (as explain), then the path
+// one move at a time with the tile each move reaches, and the moves it
+// turned down because they land in a hole. Each step is local: add one to
+// a coordinate just written, then look that position up in the Holes line
+// (decision 23). steps[i] narrates acts[i].
+func (e *Env) explainTrace(rng *rand.Rand, steps, acts []string, pathLen int) string {
+	g := e.goalAt()
+	var b strings.Builder
+	fmt.Fprintf(&b, pick(rng, []string{"I am at (%d, %d) and the goal is at (%d, %d).", "Me (%d, %d), goal (%d, %d)."}),
+		e.pos[0], e.pos[1], g[0], g[1])
+	fmt.Fprintf(&b, " Row %d to %d: %s. Column %d to %d: %s.",
+		e.pos[0], g[0], axisMove(g[0]-e.pos[0], "up", "down", "same row"),
+		e.pos[1], g[1], axisMove(g[1]-e.pos[1], "left", "right", "same column"))
+	for _, s := range steps {
+		b.WriteString(" " + s)
+	}
+	if len(acts) < pathLen {
+		fmt.Fprintf(&b, " That is %s of %d; I go %s.", envs.NumberWord(len(acts)), pathLen, join(acts))
+	} else {
+		fmt.Fprintf(&b, pick(rng, []string{" I go %s.", " So: %s.", " My moves: %s."}), join(acts))
+	}
+	return b.String()
+}
+
+// tracedPath returns a shortest path to the goal over frozen tiles chosen
+// by a rule a model can follow from the words it has written: from each
+// tile, move along the row difference first, else the column difference,
+// taking the first such move that lands on frozen ice still on a shortest
+// path; when neither does (the holes force a detour), take the first move in
+// action order that stays on a shortest path. steps narrates each move
+// ("Up to (1, 1).", preceded by "Right to (2, 3) is a hole." for a
+// preferred move that falls in). nil when no path exists.
+func (e *Env) tracedPath() (path, steps []string) {
+	n := len(e.grid)
+	dist := e.distances()
+	at := e.pos
+	if dist[at[0]*n+at[1]] < 0 {
+		return nil, nil
+	}
+	g := e.goalAt()
+	for at != g {
+		d := dist[at[0]*n+at[1]]
+		var prefer []int // action indexes toward the goal: row first
+		if g[0] < at[0] {
+			prefer = append(prefer, 3)
+		} else if g[0] > at[0] {
+			prefer = append(prefer, 1)
+		}
+		if g[1] < at[1] {
+			prefer = append(prefer, 0)
+		} else if g[1] > at[1] {
+			prefer = append(prefer, 2)
+		}
+		var note strings.Builder
+		next := -1
+		for _, a := range prefer {
+			r, c := at[0]+moves[a][0], at[1]+moves[a][1]
+			if e.grid[r][c] == hole {
+				fmt.Fprintf(&note, "%s to (%d, %d) is a hole. ", Actions[a], r, c)
+				continue
+			}
+			if dist[r*n+c] == d-1 {
+				next = a
+				break
+			}
+		}
+		for a := 0; next < 0 && a < len(moves); a++ {
+			r, c := at[0]+moves[a][0], at[1]+moves[a][1]
+			if r >= 0 && r < n && c >= 0 && c < n && dist[r*n+c] == d-1 {
+				next = a
+			}
+		}
+		at = [2]int{at[0] + moves[next][0], at[1] + moves[next][1]}
+		path = append(path, Actions[next])
+		steps = append(steps, fmt.Sprintf("%s%s to (%d, %d).", note.String(), Actions[next], at[0], at[1]))
+	}
+	return path, steps
+}
+
+// distances returns each tile's number of moves to the goal over frozen
+// tiles (row-major), −1 where the goal cannot be reached or on a hole.
+func (e *Env) distances() []int {
+	n := len(e.grid)
+	dist := make([]int, n*n)
+	for i := range dist {
+		dist[i] = -1
+	}
+	g := e.goalAt()
+	dist[g[0]*n+g[1]] = 0
+	queue := []int{g[0]*n + g[1]}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		r, c := cur/n, cur%n
+		for _, m := range moves {
+			nr, nc := r+m[0], c+m[1]
+			if nr < 0 || nr >= n || nc < 0 || nc >= n || dist[nr*n+nc] >= 0 || e.grid[nr][nc] == hole {
+				continue
+			}
+			dist[nr*n+nc] = dist[cur] + 1
+			queue = append(queue, nr*n+nc)
+		}
+	}
+	return dist
 }
 
 var hastyReasons = []string{

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -314,5 +316,59 @@ func TestDeterminism(t *testing.T) {
 	}
 	if len(maps) < 90 {
 		t.Errorf("only %d different maps in 100 seeds", len(maps))
+	}
+}
+
+// TestTraceWalksAShortestPath: on firm ice with coordinates the expert
+// narrates a shortest path tile by tile; every tile it names is the one the
+// move reaches, every move it turns down lands in a hole, and the moves in
+// its answer walk that path without falling in.
+func TestTraceWalksAShortestPath(t *testing.T) {
+	step := regexp.MustCompile(`(Left|Down|Right|Up) to \((\d), (\d)\)( is a hole)?\.`)
+	holes := 0
+	for seed := int64(0); seed < 300; seed++ {
+		e := newEnv(t, map[string]any{"is_slippery": false, "observation_format": "coord", "p": 0.7})
+		e.Reset(seed)
+		shortest := e.ShortestPath()
+		if shortest == nil {
+			continue
+		}
+		demo := e.Demonstrate(rand.New(rand.NewSource(seed)), false)
+		path, _ := e.tracedPath()
+		if len(path) != len(shortest) {
+			t.Fatalf("seed %d: traced path %v, shortest %v", seed, path, shortest)
+		}
+		at := e.pos
+		for _, m := range step.FindAllStringSubmatch(demo, -1) {
+			a := slices.Index(Actions, m[1])
+			r, c := at[0]+moves[a][0], at[1]+moves[a][1]
+			if want := fmt.Sprintf("(%d, %d)", r, c); want != fmt.Sprintf("(%s, %s)", m[2], m[3]) {
+				t.Fatalf("seed %d: %q names the wrong tile, want %s\n%s", seed, m[0], want, demo)
+			}
+			if m[4] != "" {
+				holes++
+				if e.grid[r][c] != hole {
+					t.Fatalf("seed %d: %q: no hole there\n%s", seed, m[0], demo)
+				}
+				continue
+			}
+			at = [2]int{r, c}
+		}
+		answer := demo[strings.Index(demo, "<answer>")+len("<answer>") : strings.Index(demo, "</answer>")]
+		for _, a := range strings.Split(answer, " || ") {
+			res := e.Step(a)
+			if e.grid[e.pos[0]][e.pos[1]] == hole {
+				t.Fatalf("seed %d: the answer %q falls into a hole\n%s", seed, answer, demo)
+			}
+			if res.Done {
+				break
+			}
+		}
+		if len(shortest) <= e.cfg.MaxActionsPerTurn && e.pos != e.goalAt() {
+			t.Fatalf("seed %d: the answer %q stops at %v short of the goal\n%s", seed, answer, e.pos, demo)
+		}
+	}
+	if holes == 0 {
+		t.Error("no demonstration turned down a move into a hole")
 	}
 }
