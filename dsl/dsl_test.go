@@ -354,14 +354,18 @@ func TestLoadedModels(t *testing.T) {
 	}
 }
 
-func TestMonitorAndReuseFields(t *testing.T) {
-	e := Experiment{Env: Bandit(), Monitor: "rewind", ReuseRollouts: 2}
+func TestMonitorReuseAndWarmupFields(t *testing.T) {
+	e := Experiment{Env: Bandit(), Monitor: "rewind", ReuseRollouts: 2, LRWarmup: 10}
 	c, err := e.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Monitor.Action != "rewind" || c.ReuseRollouts != 2 {
-		t.Errorf("monitor action %q, reuse %d; want rewind, 2", c.Monitor.Action, c.ReuseRollouts)
+	if c.Monitor.Action != "rewind" || c.ReuseRollouts != 2 || c.LRWarmup != 10 {
+		t.Errorf("monitor action %q, reuse %d, lr warm-up %d; want rewind, 2, 10", c.Monitor.Action, c.ReuseRollouts, c.LRWarmup)
+	}
+	bad := Experiment{Env: Bandit(), LRWarmup: -1}
+	if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), "LRWarmup:") {
+		t.Errorf("LRWarmup -1: error %v, want one naming the LRWarmup field", err)
 	}
 	e.Monitor = "panic"
 	if err := e.Validate(); err == nil || !strings.HasPrefix(err.Error(), "Monitor:") {

@@ -62,6 +62,9 @@ type Experiment struct {
 	// ActorLR and CriticLR are the AdamW learning rates (3e-4, 1e-3).
 	ActorLR  float64
 	CriticLR float64
+	// LRWarmup ramps both learning rates up linearly over that many
+	// optimizer updates (0: constant, as RAGEN).
+	LRWarmup int
 	// PPOEpochs over each step's rollouts, each in MiniBatches (1, 2).
 	PPOEpochs   int
 	MiniBatches int
@@ -172,6 +175,7 @@ func (e Experiment) Config() (train.Config, error) {
 		{"ValEpisodes", e.ValEpisodes, &c.ValEpisodes, true},
 		{"ValEvery", e.ValEvery, &c.ValEvery, true},
 		{"CheckpointEvery", e.CheckpointEvery, &c.CheckpointEvery, false},
+		{"LRWarmup", e.LRWarmup, &c.LRWarmup, false},
 	}
 	for _, f := range ints {
 		switch {
@@ -292,7 +296,7 @@ var trainField = map[string]string{
 	"steps": "Steps", "env_groups": "Groups", "group_size": "GroupSize",
 	"max_tokens_per_turn": "TokensPerTurn",
 	"temperature":         "Temperature", "backend": "Backend", "precision": "Precision", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches", "reuse_rollouts": "ReuseRollouts", "monitor.action": "Monitor",
-	"actor_lr": "ActorLR", "critic_lr": "CriticLR", "val_episodes": "ValEpisodes",
+	"actor_lr": "ActorLR", "critic_lr": "CriticLR", "lr_warmup_steps": "LRWarmup", "val_episodes": "ValEpisodes",
 	"val_every": "ValEvery", "checkpoint_every": "CheckpointEvery",
 	"warm_start.steps": "WarmStart.Steps", "warm_start.episodes": "WarmStart.Episodes",
 	"warm_start.batch_size": "WarmStart.BatchSize", "warm_start.lr": "WarmStart.LR",

@@ -21,7 +21,7 @@ func init() {
 		"MonitorWarn":      reflect.ValueOf(constant.MakeFromLiteral("\"warn\"", token.STRING, 0)),
 		"New":              reflect.ValueOf(train.New),
 		"NewMonitor":       reflect.ValueOf(train.NewMonitor),
-		"WarmStartVersion": reflect.ValueOf(constant.MakeFromLiteral("3", token.INT, 0)),
+		"WarmStartVersion": reflect.ValueOf(constant.MakeFromLiteral("4", token.INT, 0)),
 
 		// type definitions
 		"Config":        reflect.ValueOf((*train.Config)(nil)),

@@ -50,6 +50,7 @@ func runTrain(args []string) error {
 	fs.IntVar(&c.MaxTokensPerTurn, "max-tokens", c.MaxTokensPerTurn, "tokens per response before it is cut (unclosed </answer>)")
 	fs.Float64Var(&c.ActorLR, "lr", c.ActorLR, "actor learning rate")
 	fs.Float64Var(&c.CriticLR, "critic-lr", c.CriticLR, "critic learning rate")
+	fs.IntVar(&c.LRWarmup, "lr-warmup", c.LRWarmup, "optimizer updates over which the learning rates ramp up linearly (0: constant)")
 	fs.IntVar(&c.MiniBatches, "minibatches", c.MiniBatches, "optimizer steps per PPO epoch")
 	fs.IntVar(&c.PPOEpochs, "epochs", c.PPOEpochs, "PPO epochs over each step's rollouts")
 	fs.IntVar(&c.WarmStart.Steps, "sft-steps", c.WarmStart.Steps, "warm-start fine-tuning steps (0: none)")

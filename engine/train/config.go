@@ -104,6 +104,12 @@ type Config struct {
 	// 1e-3 for the actor destabilises Bandit within 10 steps).
 	ActorLR  float64 `json:"actor_lr"`
 	CriticLR float64 `json:"critic_lr"`
+	// LRWarmup ramps both learning rates linearly from 1/LRWarmup of their
+	// value over the first LRWarmup optimizer updates (0 = constant, as
+	// RAGEN). Adam's first updates after a warm start move every weight by
+	// about the full learning rate whatever its gradient (m̂/√v̂ = ±1 at
+	// t = 1), which on a tiny sharp policy is mostly noise (decision 23).
+	LRWarmup int `json:"lr_warmup_steps,omitempty"`
 	// WeightDecay of AdamW, not applied to norms and biases (0.01).
 	WeightDecay float64 `json:"weight_decay"`
 	// GradClip is the global gradient-norm bound (1.0).
@@ -282,6 +288,9 @@ func (c *Config) Validate() error {
 		if !(f.v > 0) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("%s: must be a finite number > 0 (got %v)", f.name, f.v)
 		}
+	}
+	if c.LRWarmup < 0 {
+		return fmt.Errorf("lr_warmup_steps: must be ≥ 0 optimizer updates (got %d)", c.LRWarmup)
 	}
 	if !(c.Temperature > 0) {
 		return fmt.Errorf("temperature: must be > 0 for training rollouts (got %v)", c.Temperature)

@@ -7,9 +7,12 @@ import (
 
 // newOptimizer is AdamW over n's flat parameters, weight decay on the
 // matrices only (the layout marks which views decay).
-func newOptimizer(n network, lr, weightDecay float64) (optimizer, error) {
+func newOptimizer(n network, lr, weightDecay float64, warmup int) (optimizer, error) {
 	cfg := optim.DefaultConfig()
 	cfg.LR, cfg.WeightDecay = lr, weightDecay
+	if warmup > 0 {
+		cfg.Schedule, cfg.WarmupSteps = "warmup", warmup
+	}
 	return n.NewOptimizer(cfg)
 }
 

@@ -121,6 +121,25 @@ func checkResumeMatches(t *testing.T, c Config, whole *Trainer) {
 	}
 }
 
+// TestLRWarmupRamps checks the warm-up on the actor's rate, update by
+// update (two minibatches a step: step k reports the mean rate of updates
+// 2k−1 and 2k, counted from 1), and that a run resumed inside the ramp
+// continues it.
+func TestLRWarmupRamps(t *testing.T) {
+	c := tinyConfig(t)
+	c.Steps, c.ValEpisodes, c.LRWarmup = 3, 0, 8
+	c.Algo.FilterRatio = 1
+	whole := run(t, c)
+	for _, s := range whole.History.Steps[1:] { // Steps[0] is the run's start
+		k := float64(s.Step)
+		want := c.ActorLR * ((2*k-1)/8 + 2*k/8) / 2
+		if got := s.Values[metrics.LearningRate]; math.Abs(got-want) > 1e-12 {
+			t.Errorf("step %d: actor lr %v, want %v", s.Step, got, want)
+		}
+	}
+	checkResumeMatches(t, c, whole)
+}
+
 func TestNaNRewardStops(t *testing.T) {
 	c := tinyConfig(t)
 	c.Reward = func(*rollout.Trajectory, []*rollout.Trajectory) (float64, error) { return math.NaN(), nil }
@@ -165,6 +184,7 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.Model = "huge" }, `model: must be one of tiny, small, base (got "huge")`},
 		{func(c *Config) { c.Algo.ClipLow = 2 }, "algo.clip_low: must be in (0, 1) (got 2)"},
 		{func(c *Config) { c.Algo.AdvEstimator = "grpo"; c.GroupSize = 1 }, "group_size: the grpo estimator normalises within groups"},
+		{func(c *Config) { c.LRWarmup = -1 }, "lr_warmup_steps: must be ≥ 0 optimizer updates (got -1)"},
 		{func(c *Config) { c.Monitor.Action = "panic" }, `monitor.action: must be one of warn, stop, rewind (got "panic")`},
 		{func(c *Config) { c.Backend = "cuda" }, "backend cuda: this binary was built without CUDA support; rebuild with: go build -tags cuda"},
 		{func(c *Config) { c.Backend = "tpu" }, `backend "tpu": unknown (valid: cpu, cpu-ref, cuda)`},

@@ -102,7 +102,7 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 	}
 	warm := time.Since(start).Seconds()
 
-	if t.actorOpt, err = newOptimizer(t.policy, cfg.ActorLR, cfg.WeightDecay); err != nil {
+	if t.actorOpt, err = newOptimizer(t.policy, cfg.ActorLR, cfg.WeightDecay, cfg.LRWarmup); err != nil {
 		return nil, err
 	}
 	policy, err := t.policy.Host()
@@ -117,7 +117,7 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 		if t.critic, err = wrap(critic); err != nil {
 			return nil, err
 		}
-		if t.criticOpt, err = newOptimizer(t.critic, cfg.CriticLR, cfg.WeightDecay); err != nil {
+		if t.criticOpt, err = newOptimizer(t.critic, cfg.CriticLR, cfg.WeightDecay, cfg.LRWarmup); err != nil {
 			return nil, err
 		}
 	}
