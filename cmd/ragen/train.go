@@ -57,6 +57,8 @@ func runTrain(args []string) error {
 	fs.IntVar(&c.WarmStart.Episodes, "sft-episodes", c.WarmStart.Episodes, "expert episodes the warm start learns from")
 	fs.BoolVar(&c.WarmStart.LearnContext, "sft-context", c.WarmStart.LearnContext, "warm start also learns the context tokens (observations), not only the responses: needed to learn to read the state from scratch")
 	fs.Float64Var(&c.WarmStart.Imperfect, "sft-imperfect", c.WarmStart.Imperfect, "fraction of warm-start turns answered by an imperfect demonstration")
+	fs.StringVar(&c.Init, "init", "", "start from this checkpoint of ours instead of the warm start (a model.Save directory, a cached warm start, or runs/x/checkpoints/step-N/policy); no fine-tuning unless -sft-steps is given")
+	fs.StringVar(&c.Pretrained, "pretrained", "", "start from this Hugging Face model directory (Qwen2 or Llama: config.json, safetensors, tokenizer); no fine-tuning unless -sft-steps is given")
 	fs.StringVar(&c.RunDir, "run", "", "run directory for config, metrics.jsonl, events and checkpoints")
 	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", 0, "checkpoint every N steps (0: at the end only)")
 	resume := fs.String("resume", "", "resume from this checkpoint directory (runs/x/checkpoints/step-000020)")
@@ -66,6 +68,16 @@ func runTrain(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags only; see ragen train -h)", fs.Arg(0))
+	}
+	if c.Init != "" && c.Pretrained != "" {
+		return fmt.Errorf("-init and -pretrained both name a starting model; give one")
+	}
+	if c.Init != "" || c.Pretrained != "" {
+		sftSet := false
+		fs.Visit(func(f *flag.Flag) { sftSet = sftSet || f.Name == "sft-steps" })
+		if !sftSet { // a loaded model needs no warm start unless asked for one
+			c.WarmStart.Steps = 0
+		}
 	}
 	switch *preset {
 	case "starpo-s", "starpos":
@@ -121,6 +133,9 @@ func runTrain(args []string) error {
 	tr, err := train.New(ctx, c, obs)
 	if err != nil {
 		return err
+	}
+	if dir, _ := train.WarmStartDir(&c); dir != "" && !*quiet {
+		fmt.Fprintf(os.Stderr, "warm start cached in %s (-init starts other runs from it)\n", dir)
 	}
 	if *resume != "" {
 		if err := tr.Resume(*resume); err != nil {

@@ -40,15 +40,10 @@ const WarmStartVersion = 4 // 4: FrozenLake on firm ice with coordinates walks i
 // policy. The result is cached under a hash of everything that determines
 // it, so re-running a notebook loads it at once.
 func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), wrap wrapper) (*tokenizer.Tokenizer, network, error) {
-	key, err := warmStartKey(cfg)
+	path, err := WarmStartDir(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	dir, err := cacheDir(cfg.WarmStart.CacheDir)
-	if err != nil {
-		return nil, nil, err
-	}
-	path := filepath.Join(dir, key)
 	if m, d, err := model.Load(path); err == nil {
 		tok, terr := tokenizer.FromJSON(d.Tokenizer)
 		d.Close()
@@ -198,6 +193,25 @@ func finetune(ctx context.Context, n network, demos []*rollout.Trajectory, ws Wa
 		}
 	}
 	return nil
+}
+
+// WarmStartDir is where cfg's warm start is cached: a model directory
+// (model.Save) that Config.Init accepts, so variants of a run can start
+// from its warm start and fine-tune it further. "" when cfg starts from a
+// loaded model (Init or Pretrained) instead.
+func WarmStartDir(cfg *Config) (string, error) {
+	if cfg.Init != "" || cfg.Pretrained != "" {
+		return "", nil
+	}
+	key, err := warmStartKey(cfg)
+	if err != nil {
+		return "", err
+	}
+	dir, err := cacheDir(cfg.WarmStart.CacheDir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, key), nil
 }
 
 // warmStartKey hashes everything the warm start depends on.

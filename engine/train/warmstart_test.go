@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/rollout"
 	"github.com/ragen-go/ragen/envs"
@@ -108,5 +109,29 @@ func TestWarmStartLearnContext(t *testing.T) {
 	}
 	if !(agentOn < 1.3*agentOff) {
 		t.Errorf("agent tokens at %.3f nats a token with LearnContext, %.3f without: learning the context crowded out the responses", agentOn, agentOff)
+	}
+}
+
+// TestWarmStartDirIsAnInit: a run started with Init at another run's
+// WarmStartDir starts from the same policy (the same validation before any
+// update), and has no warm start of its own.
+func TestWarmStartDirIsAnInit(t *testing.T) {
+	c := tinyConfig(t)
+	c.Steps = 1
+	first := run(t, c)
+	dir, err := WarmStartDir(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Init, c.WarmStart.Steps = dir, 0
+	if d, err := WarmStartDir(&c); d != "" || err != nil {
+		t.Errorf("WarmStartDir of a run with Init = %q, %v; want none", d, err)
+	}
+	second := run(t, c)
+	a, b := first.History.Steps[0].Values, second.History.Steps[0].Values
+	for _, name := range []string{metrics.ValSuccessRate, metrics.ValRewardMean} {
+		if a[name] != b[name] {
+			t.Errorf("step 0 %s: %v from the warm start, %v from Init at its directory", name, a[name], b[name])
+		}
 	}
 }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTrainInit: -init starts from a checkpoint of ours without a warm
+// start unless -sft-steps asks for one, and names a conflict with
+// -pretrained.
+func TestTrainInit(t *testing.T) {
+	t.Setenv("RAGEN_CACHE", t.TempDir())
+	tiny := []string{"-env", "bandit", "-model", "tiny", "-steps", "1", "-groups", "2", "-group-size", "2",
+		"-val", "0", "-sft-episodes", "8", "-quiet"}
+	first := filepath.Join(t.TempDir(), "first")
+	if err := runTrain(append(tiny, "-sft-steps", "4", "-run", first)); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(first, "checkpoints", "step-000001", "policy")
+	for _, tc := range []struct {
+		extra    []string
+		sftSteps float64
+	}{{nil, 0}, {[]string{"-sft-steps", "2"}, 2}} {
+		dir := filepath.Join(t.TempDir(), "next")
+		args := append(append(append([]string{}, tiny...), "-init", ckpt, "-run", dir), tc.extra...)
+		if err := runTrain(args); err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			Init      string `json:"init"`
+			WarmStart struct {
+				Steps float64 `json:"steps"`
+			} `json:"warm_start"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Init != ckpt || cfg.WarmStart.Steps != tc.sftSteps {
+			t.Errorf("%v: init %q, warm-start steps %v; want %q, %v", tc.extra, cfg.Init, cfg.WarmStart.Steps, ckpt, tc.sftSteps)
+		}
+	}
+	err := runTrain(append(tiny, "-init", ckpt, "-pretrained", ckpt))
+	if err == nil || !strings.Contains(err.Error(), "give one") {
+		t.Errorf("-init with -pretrained: error %v, want one asking for one of them", err)
+	}
+}
