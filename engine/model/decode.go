@@ -78,19 +78,31 @@ func (m *Model) NewDecoder() (*Decoder, error) {
 	}
 	dm, C, KV, I := c.HiddenSize, c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim(), c.IntermediateSize
 	d := &Decoder{m: m, seqs: map[int]*cacheSeq{}, layers: make([]packedLayer, len(m.p.layers))}
-	for l, w := range m.p.layers {
-		// Torch layout [out, in]: stacking the rows stacks the outputs.
-		qkv := slices.Concat(w.q, w.k, w.v)
-		gateUp := slices.Concat(w.gate, w.up)
-		d.layers[l] = packedLayer{
-			qkv: cpu.PackWeight(qkv, dm, C+2*KV), o: cpu.PackWeight(w.o, C, dm),
-			gateUp: cpu.PackWeight(gateUp, dm, 2*I), down: cpu.PackWeight(w.down, I, dm),
+	// The matrices are packed in parallel, one task each (the LM head last).
+	L := len(m.p.layers)
+	parallel.For(4*L+1, 1, func(_, lo, hi int) {
+		for t := lo; t < hi; t++ {
+			if t == 4*L {
+				d.lmHead = cpu.PackWeight(m.p.lmHead, dm, c.VocabSize)
+				continue
+			}
+			// Torch layout [out, in]: stacking the rows stacks the outputs.
+			w, pl := &m.p.layers[t/4], &d.layers[t/4]
+			switch t % 4 {
+			case 0:
+				pl.qkv = cpu.PackWeight(slices.Concat(w.q, w.k, w.v), dm, C+2*KV)
+				if w.qb != nil {
+					pl.qkvBias = slices.Concat(w.qb, w.kb, w.vb)
+				}
+			case 1:
+				pl.o = cpu.PackWeight(w.o, C, dm)
+			case 2:
+				pl.gateUp = cpu.PackWeight(slices.Concat(w.gate, w.up), dm, 2*I)
+			case 3:
+				pl.down = cpu.PackWeight(w.down, I, dm)
+			}
 		}
-		if w.qb != nil {
-			d.layers[l].qkvBias = slices.Concat(w.qb, w.kb, w.vb)
-		}
-	}
-	d.lmHead = cpu.PackWeight(m.p.lmHead, dm, c.VocabSize)
+	})
 	return d, nil
 }
 
@@ -219,49 +231,55 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 		}
 	}
 	d.att = grow(d.att, a)
-	// Sequences per chunk of the RoPE and cache writes: ~32k floats each.
-	ropeGrain := max(1, (1<<15)*B/(N*(C+KV)))
 
 	cpu.EmbeddingForward(d.x, tokens, m.p.embed, N, dm)
 	for l := range m.p.layers {
 		w, pw := &m.p.layers[l], &d.layers[l]
 		cpu.RMSNormForward(d.ln, d.rstd, d.x, w.inNorm, N, dm, eps)
-		cpu.MatmulForwardPacked(d.qkv, d.ln, pw.qkv, pw.qkvBias, N, dm, QKV)
-		// RoPE on the queries in place; the keys rotated, and the values
-		// copied, straight into the caches.
-		parallel.For(B, ropeGrain, func(_, lo, hi int) {
-			for i := lo; i < hi; i++ {
-				s := seqs[i]
-				kc, vc := s.k[l], s.v[l]
-				for j := 0; j < lens[i]; j++ {
-					r, p := rows[i]+j, past[i]+j
-					row := d.qkv[r*QKV : (r+1)*QKV]
-					cs, sn := m.cos[p*hd/2:(p+1)*hd/2], m.sin[p*hd/2:(p+1)*hd/2]
-					for h := 0; h < nH; h++ {
-						q := row[h*hd : (h+1)*hd]
-						cpu.RopeHead(q, q, cs, sn)
-					}
-					for g := 0; g < nKV; g++ {
-						at := (g*s.cap + p) * hd
-						cpu.RopeHead(kc[at:at+hd], row[C+g*hd:C+(g+1)*hd], cs, sn)
-						copy(vc[at:at+hd], row[C+KV+g*hd:C+KV+(g+1)*hd])
-					}
-				}
-			}
-		})
-		// One task per (sequence, key/value head): the group's query heads
-		// read the same cached keys and values.
+		// The bias is added in the attention tasks below, with the RoPE.
+		cpu.MatmulForwardPacked(d.qkv, d.ln, pw.qkv, nil, N, dm, QKV)
+		// One task per (sequence, key/value head): it adds the bias to its
+		// rows' query heads of the group and to their key and value, rotates
+		// the queries in place and the keys into the cache, copies the values
+		// into the cache, then attends (the group's query heads read the same
+		// cached keys and values). Each element gets the same operations as
+		// in a bias pass and a RoPE loop of their own, but a decoding step
+		// (one row per sequence) ran that loop as a single chunk, serially,
+		// and its stores to the new cache rows, which miss the caches, now
+		// drain while the task streams the cached prefix.
 		parallel.For(B*nKV, 1, func(_, lo, hi int) {
 			for task := lo; task < hi; task++ {
 				i, g := task/nKV, task%nKV
 				n, o, s, W := lens[i], rows[i], seqs[i], past[i]+lens[i]
 				kc, vc := s.k[l][g*s.cap*hd:], s.v[l][g*s.cap*hd:]
+				h0 := g * group
+				for j := 0; j < n; j++ {
+					r, p := o+j, past[i]+j
+					row := d.qkv[r*QKV : (r+1)*QKV]
+					cs, sn := m.cos[p*hd/2:(p+1)*hd/2], m.sin[p*hd/2:(p+1)*hd/2]
+					q := row[h0*hd : (h0+group)*hd]
+					k, v := row[C+g*hd:C+(g+1)*hd], row[C+KV+g*hd:C+KV+(g+1)*hd]
+					if b := pw.qkvBias; b != nil {
+						addTo(q, b[h0*hd:(h0+group)*hd])
+						addTo(k, b[C+g*hd:C+(g+1)*hd])
+						addTo(v, b[C+KV+g*hd:C+KV+(g+1)*hd])
+					}
+					for h := 0; h < group; h++ {
+						cpu.RopeHead(q[h*hd:(h+1)*hd], q[h*hd:(h+1)*hd], cs, sn)
+					}
+					// The key is rotated in place, then copied: the
+					// rotation's scalar stores straight into the new cache
+					// row stalled on its missing lines more than the copy's
+					// few wide stores do.
+					cpu.RopeHead(k, k, cs, sn)
+					copy(kc[p*hd:(p+1)*hd], k)
+					copy(vc[p*hd:(p+1)*hd], v)
+				}
 				if n == 1 {
-					h0 := g * group
 					cpu.AttendLast(d.attOut[o*C+h0*hd:], d.att[attOffs[i]+g*W:], d.qkv[o*QKV+h0*hd:], kc, vc, group, W, hd, hd)
 					continue
 				}
-				for h := g * group; h < (g+1)*group; h++ {
+				for h := h0; h < h0+group; h++ {
 					att := d.att[attOffs[i]+h*n*W:]
 					cpu.AttendHead(d.attOut[o*C+h*hd:], att, d.qkv[o*QKV+h*hd:], kc, vc, n, past[i], hd, QKV, hd, C)
 				}
@@ -284,4 +302,12 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 	cpu.RMSNormForward(d.lastLn, d.lastStd, d.last, m.p.norm, B, dm, eps)
 	d.logits = grow(d.logits, B*V)
 	cpu.MatmulForwardPacked(d.logits, d.lastLn, d.lmHead, nil, B, dm, V)
+}
+
+// addTo adds b to x elementwise (x[i] + b[i], as the matrix product's bias).
+func addTo(x, b []float32) {
+	b = b[:len(x)]
+	for i := range x {
+		x[i] += b[i]
+	}
 }

@@ -4,8 +4,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
 	"github.com/ragen-go/ragen/engine/sample"
 )
+
+// sampleGrain is about the logits per chunk of Generate's parallel
+// sampling (a row costs ~20 ns per vocabulary entry: 512 entries, 10 µs).
+const sampleGrain = 2048
 
 // Request is one sequence's part in a Generate call.
 type Request struct {
@@ -61,12 +66,26 @@ func (d *Decoder) Generate(reqs []Request, o GenerateOptions) ([][]int, error) {
 	for i := range live {
 		live[i] = i
 	}
-	var sampler sample.Sampler
+	// The rows are sampled in parallel, each with its request's RNG and a
+	// sampler (scratch only) per chunk: a sequence's token depends on its
+	// logits and its RNG alone. Requests that share an RNG would draw from
+	// it in row order, so they are sampled serially.
+	grain := max(1, sampleGrain/V)
+	if sharedRNG(reqs) {
+		grain = len(reqs)
+	}
+	samplers := make([]sample.Sampler, parallel.Chunks(len(reqs), grain))
+	toks := make([]int, len(reqs))
 	for len(live) > 0 {
+		parallel.For(len(live), grain, func(chunk, lo, hi int) {
+			for row := lo; row < hi; row++ {
+				toks[row] = samplers[chunk].Sample(logits[row*V:(row+1)*V], o.Sample, reqs[live[row]].RNG)
+			}
+		})
 		next := live[:0]
 		ids, chunks = ids[:0], chunks[:0]
 		for row, i := range live {
-			tok := sampler.Sample(logits[row*V:(row+1)*V], o.Sample, reqs[i].RNG)
+			tok := toks[row]
 			out[i] = append(out[i], tok)
 			s := d.seqs[reqs[i].ID]
 			if o.Stop.Match(out[i]) || len(out[i]) >= o.MaxNew || s.n+1 >= d.m.Config.MaxPositions {
@@ -74,7 +93,7 @@ func (d *Decoder) Generate(reqs []Request, o GenerateOptions) ([][]int, error) {
 				continue
 			}
 			next = append(next, i)
-			ids, chunks = append(ids, reqs[i].ID), append(chunks, []int{tok})
+			ids, chunks = append(ids, reqs[i].ID), append(chunks, toks[row:row+1:row+1])
 		}
 		live = next
 		if len(live) == 0 {
@@ -85,4 +104,19 @@ func (d *Decoder) Generate(reqs []Request, o GenerateOptions) ([][]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// sharedRNG reports whether two requests use the same RNG.
+func sharedRNG(reqs []Request) bool {
+	seen := make(map[*sample.RNG]bool, len(reqs))
+	for _, r := range reqs {
+		if r.RNG == nil {
+			continue
+		}
+		if seen[r.RNG] {
+			return true
+		}
+		seen[r.RNG] = true
+	}
+	return false
 }
