@@ -127,7 +127,7 @@ func runTrain(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	obs := &printer{quiet: *quiet, start: time.Now(), steps: c.Steps}
+	obs := &printer{quiet: *quiet, start: time.Now(), steps: c.Steps, warmStart: warmStartLine(&c)}
 	fmt.Fprintf(os.Stderr, "ragen train: %s, %s preset, model %s, %d×%d rollouts per step, %d steps\n",
 		c.Env, *preset, c.Model, c.EnvGroups, c.GroupSize, c.Steps)
 	tr, err := train.New(ctx, c, obs)
@@ -159,12 +159,26 @@ type printer struct {
 	quiet bool
 	start time.Time
 	steps int
+	// warmStart says what the warm_start phase does: train and cache a
+	// warm start, fine-tune a loaded model (not cached), or only load one.
+	warmStart string
 }
 
 func (p *printer) Phase(step int, phase string) {
 	if !p.quiet && phase == "warm_start" {
-		fmt.Fprintln(os.Stderr, "warm start: expert demonstrations, vocabulary, fine-tuning (cached after the first run)...")
+		fmt.Fprintln(os.Stderr, p.warmStart)
 	}
+}
+
+// warmStartLine describes c's warm-start phase for the printer.
+func warmStartLine(c *train.Config) string {
+	switch {
+	case c.Init == "" && c.Pretrained == "":
+		return "warm start: expert demonstrations, vocabulary, fine-tuning (cached after the first run)..."
+	case c.WarmStart.Steps > 0:
+		return fmt.Sprintf("loading the model, then fine-tuning it on demonstrations for %d steps (not cached)...", c.WarmStart.Steps)
+	}
+	return "loading the model..."
 }
 
 func (p *printer) Step(s metrics.Step) {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ragen-go/ragen/engine/train"
 )
 
 // TestTrainInit: -init starts from a checkpoint of ours without a warm
@@ -49,5 +51,20 @@ func TestTrainInit(t *testing.T) {
 	err := runTrain(append(tiny, "-init", ckpt, "-pretrained", ckpt))
 	if err == nil || !strings.Contains(err.Error(), "give one") {
 		t.Errorf("-init with -pretrained: error %v, want one asking for one of them", err)
+	}
+}
+
+// TestWarmStartLine: the warm-start phase line says what the phase does.
+func TestWarmStartLine(t *testing.T) {
+	c := train.Default()
+	for _, tc := range []struct {
+		init  string
+		steps int
+		want  string
+	}{{"", 500, "(cached after the first run)"}, {"ckpt", 300, "for 300 steps (not cached)"}, {"ckpt", 0, "loading the model..."}} {
+		c.Init, c.WarmStart.Steps = tc.init, tc.steps
+		if got := warmStartLine(&c); !strings.Contains(got, tc.want) {
+			t.Errorf("init %q, %d steps: %q, want it to contain %q", tc.init, tc.steps, got, tc.want)
+		}
 	}
 }
