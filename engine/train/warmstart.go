@@ -110,8 +110,8 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 			if trajs[i], err = rollout.FromDemo(d, chat, cfg.MaxTokensPerTurn); err != nil {
 				return nil, nil, fmt.Errorf("warm start: %w", err)
 			}
-			if n := len(trajs[i].Tokens); n > mc.MaxPositions {
-				return nil, nil, fmt.Errorf("warm start: a demonstration has %d tokens, more than context_length %d: raise context_length or lower max_turns", n, mc.MaxPositions)
+			if err := fitContext(trajs[i], mc.MaxPositions); err != nil {
+				return nil, nil, err
 			}
 		}
 		if err := finetune(ctx, policy, trajs, ws, cfg.Seed); err != nil {
@@ -132,6 +132,25 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 		fmt.Fprintf(os.Stderr, "ragen: warm start not cached: %v\n", err)
 	}
 	return tok, policy, nil
+}
+
+// fitContext cuts a demonstration longer than the context after the last
+// response that fits, as a rollout ends when the context cannot hold
+// another turn (Trajectory.ContextFull): the policy learns no turn it could
+// not play. A first response that does not fit is an error.
+func fitContext(t *rollout.Trajectory, limit int) error {
+	n := len(t.Tokens)
+	if n <= limit {
+		return nil
+	}
+	for end := limit - 1; end >= 0; end-- {
+		if t.TurnEnd[end] {
+			t.Tokens, t.Agent, t.TurnEnd = t.Tokens[:end+1], t.Agent[:end+1], t.TurnEnd[:end+1]
+			t.ContextFull = true
+			return nil
+		}
+	}
+	return fmt.Errorf("warm start: a demonstration's first turn does not fit context_length %d (the demonstration has %d tokens): raise context_length or lower max_tokens_per_turn", limit, n)
 }
 
 // finetune is the supervised phase: cross-entropy on the demonstrations'

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/ragen-go/ragen/engine/metrics"
@@ -133,5 +134,39 @@ func TestWarmStartDirIsAnInit(t *testing.T) {
 		if a[name] != b[name] {
 			t.Errorf("step 0 %s: %v from the warm start, %v from Init at its directory", name, a[name], b[name])
 		}
+	}
+}
+
+// TestFitContextCutsAfterLastFittingTurn: a demonstration longer than the
+// context keeps its turns that fit, ending on a response's last token, as a
+// rollout that runs out of context does; one whose first response does not
+// fit is an error naming context_length.
+func TestFitContextCutsAfterLastFittingTurn(t *testing.T) {
+	// prompt 3, response 2 (ends at 4), observation 2, response 3 (ends at 9), observation 1, response 2 (ends at 12)
+	agent := []bool{false, false, false, true, true, false, false, true, true, true, false, true, true}
+	demo := func() *rollout.Trajectory {
+		d := &rollout.Trajectory{Agent: agent, TurnEnd: make([]bool, len(agent))}
+		for i := range agent {
+			d.Tokens = append(d.Tokens, 100+i)
+		}
+		for _, e := range []int{4, 9, 12} {
+			d.TurnEnd[e] = true
+		}
+		return d
+	}
+	for _, c := range []struct{ limit, want int }{{13, 13}, {100, 13}, {12, 10}, {10, 10}, {9, 5}, {5, 5}} {
+		d := demo()
+		if err := fitContext(d, c.limit); err != nil {
+			t.Fatalf("limit %d: %v", c.limit, err)
+		}
+		if len(d.Tokens) != c.want || len(d.Agent) != c.want || len(d.TurnEnd) != c.want || !d.TurnEnd[c.want-1] {
+			t.Errorf("limit %d: kept %d tokens, want %d ending a turn", c.limit, len(d.Tokens), c.want)
+		}
+		if d.ContextFull != (c.want < 13) {
+			t.Errorf("limit %d: ContextFull %v", c.limit, d.ContextFull)
+		}
+	}
+	if err := fitContext(demo(), 4); err == nil || !strings.Contains(err.Error(), "context_length 4") {
+		t.Errorf("first turn too long: %v", err)
 	}
 }

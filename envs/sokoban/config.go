@@ -28,6 +28,10 @@ type Config struct {
 	// MaxResetTries is how many derived seeds Reset tries before giving up
 	// when a seed yields no usable level. Default 1000 (RAGEN's).
 	MaxResetTries int
+	// Format of the observation (RAGEN v2's observation_format): "grid"
+	// (default; "" means it too), "coord" (positions as (row, column)
+	// lists) or "grid_coord" (both; RAGEN v2's CoordSokoban).
+	Format string
 }
 
 // DefaultConfig returns RAGEN's SimpleSokoban settings: 6×6, one box.
@@ -42,6 +46,7 @@ func DefaultConfig() Config {
 		MaxActionsPerEpisode: 10,
 		MaxTurns:             5,
 		MaxResetTries:        1000,
+		Format:               "grid",
 	}
 }
 
@@ -72,6 +77,8 @@ func (c Config) Validate() error {
 		return envs.OptionError(Name, "max_turns", "must be >= 1 (got %d)", c.MaxTurns)
 	case c.MaxResetTries < 1:
 		return envs.OptionError(Name, "max_reset_tries", "must be >= 1 (got %d)", c.MaxResetTries)
+	case c.Format != "" && c.Format != "grid" && c.Format != "coord" && c.Format != "grid_coord":
+		return envs.OptionError(Name, "observation_format", `must be "grid", "coord" or "grid_coord" (got %q)`, c.Format)
 	}
 	return nil
 }

@@ -34,11 +34,19 @@ func (e *Env) Demonstrate(rng *rand.Rand, imperfect bool) string {
 		} else {
 			moves = e.swapOne(rng, plan[:min(n, len(plan))])
 		}
+		if e.coordinates() {
+			return e.respond(e.route(rng, plan)+" "+pick(rng, unsureTraceOpeners)+" "+e.trace(moves), moves)
+		}
 		think := e.situation(rng, plan) + " " + pick(rng, unsureOpeners) + " " + e.describeMoves(rng, moves) + "."
 		return e.respond(think, moves)
 	}
 	moves := plan[:min(n, len(plan))]
-	think := e.situation(rng, plan) + " " + pick(rng, planOpeners) + " " + e.describeMoves(rng, moves) + "."
+	var think string
+	if e.coordinates() {
+		think = e.route(rng, plan) + " " + e.trace(moves)
+	} else {
+		think = e.situation(rng, plan) + " " + pick(rng, planOpeners) + " " + e.describeMoves(rng, moves) + "."
+	}
 	if e.clone().playAll(moves) == e.numBoxes {
 		think += " " + pick(rng, solvedClosers)
 	} else if len(moves) < len(plan) {
@@ -48,11 +56,12 @@ func (e *Env) Demonstrate(rng *rand.Rand, imperfect bool) string {
 }
 
 var (
-	planOpeners     = []string{"So I", "My plan is to", "I will", "The way to go is to", "Next I"}
-	unsureOpeners   = []string{"I am not sure of the best route, so I", "Let me try something: I", "I will explore a little and", "Maybe this works: I"}
-	stuckOpeners    = []string{"A box is stuck where it can no longer reach a target, so the puzzle cannot be solved from here. I", "No sequence of pushes solves this room any more. I just"}
-	solvedClosers   = []string{"That puts every box on a target.", "This should solve the puzzle.", "After that all boxes are on targets."}
-	continueClosers = []string{"I will continue from there next turn.", "The rest comes next turn.", "Then I look again."}
+	planOpeners        = []string{"So I", "My plan is to", "I will", "The way to go is to", "Next I"}
+	unsureTraceOpeners = []string{"I am not sure of the best route.", "Let me try something.", "I will explore a little.", "Maybe this works."}
+	unsureOpeners      = []string{"I am not sure of the best route, so I", "Let me try something: I", "I will explore a little and", "Maybe this works: I"}
+	stuckOpeners       = []string{"A box is stuck where it can no longer reach a target, so the puzzle cannot be solved from here. I", "No sequence of pushes solves this room any more. I just"}
+	solvedClosers      = []string{"That puts every box on a target.", "This should solve the puzzle.", "After that all boxes are on targets."}
+	continueClosers    = []string{"I will continue from there next turn.", "The rest comes next turn.", "Then I look again."}
 )
 
 // respond formats a response in the agent's format.
@@ -108,6 +117,69 @@ func (e *Env) situation(rng *rand.Rand, plan []int) string {
 		s += fmt.Sprintf(" The player stands %s the box.", relation(me, box))
 	}
 	return s
+}
+
+// route is the situation on coordinate observations: the box the plan
+// pushes first, where the plan takes it, and the cell the player pushes it
+// from, each written with the coordinates it follows from, e.g. "Box (2, 2),
+// target (3, 2): the target is one row below the box. I push it Down from
+// (1, 2)."
+func (e *Env) route(rng *rand.Rand, plan []int) string {
+	from, to := e.firstBoxRoute(plan)
+	if from < 0 {
+		return pick(rng, []string{"Every box is on a target.", "All boxes are already placed."})
+	}
+	box, target := e.rc(from), e.rc(to)
+	s := fmt.Sprintf(pick(rng, []string{"Box (%d, %d), target (%d, %d): ", "The box is at (%d, %d) and its target at (%d, %d): "}),
+		box[0], box[1], target[0], target[1])
+	s += fmt.Sprintf("the target is %s the box.", relation(target, box))
+	if push, dir := e.firstPush(plan); push >= 0 {
+		p := e.rc(push)
+		s += fmt.Sprintf(" I push it %s from (%d, %d).", Actions[dir], p[0], p[1])
+	}
+	return s
+}
+
+// firstPush returns the cell the player stands on before the plan's first
+// push and the push's direction (-1, -1 if the plan pushes nothing).
+func (e *Env) firstPush(plan []int) (cell, dir int) {
+	c := e.clone()
+	for _, a := range plan {
+		d := directions[a]
+		ahead := c.state[c.player+d[0]*c.cols+d[1]]
+		if ahead == cellBox || ahead == cellBoxOnTarget {
+			return c.player, a
+		}
+		c.move(d)
+	}
+	return -1, -1
+}
+
+// trace walks moves one at a time from the player's cell, writing the cell
+// each reaches and where a push sends the box: "Me (3, 1). Up to (2, 1).
+// Right to (2, 2), the box to (2, 3). Left is blocked." Every position
+// follows from the one written just before it and a single move.
+func (e *Env) trace(moves []int) string {
+	c := e.clone()
+	p := c.rc(c.player)
+	parts := []string{fmt.Sprintf("Me (%d, %d).", p[0], p[1])}
+	for _, a := range moves {
+		d := directions[a]
+		ahead := c.player + d[0]*c.cols + d[1]
+		pushing := c.state[ahead] == cellBox || c.state[ahead] == cellBoxOnTarget
+		if !c.move(d) {
+			parts = append(parts, Actions[a]+" is blocked.")
+			continue
+		}
+		p := c.rc(c.player)
+		step := fmt.Sprintf("%s to (%d, %d)", Actions[a], p[0], p[1])
+		if pushing {
+			b := c.rc(ahead + d[0]*c.cols + d[1])
+			step += fmt.Sprintf(", the box to (%d, %d)", b[0], b[1])
+		}
+		parts = append(parts, step+".")
+	}
+	return strings.Join(parts, " ")
 }
 
 // firstBoxRoute follows the plan and returns the cell of the first box it

@@ -70,10 +70,18 @@ func (e *Env) Config() Config { return e.cfg }
 
 // Describe implements envs.Env.
 func (e *Env) Describe() envs.Description {
+	ins, leg := instruction, legend
+	if e.coordinates() {
+		// The expert reasons in (row, column) positions on these formats.
+		ins += " Positions are (row, column), counted from 0 at the top left; Down adds 1 to the row, Right adds 1 to the column."
+	}
+	if e.cfg.Format == "coord" {
+		leg = nil
+	}
 	return envs.Description{
 		Name:                 "sokoban",
-		Instruction:          instruction,
-		Legend:               legend,
+		Instruction:          ins,
+		Legend:               leg,
 		Actions:              Actions,
 		MaxActionsPerTurn:    e.cfg.MaxActionsPerTurn,
 		MaxActionsPerEpisode: e.cfg.MaxActionsPerEpisode,
@@ -187,8 +195,65 @@ func (e *Env) Load(room string) error {
 	return nil
 }
 
-// Render implements envs.Env: the room, one line per row, no trailing newline.
+// coordinates reports whether the observation lists positions.
+func (e *Env) coordinates() bool { return e.cfg.Format == "coord" || e.cfg.Format == "grid_coord" }
+
+// Render implements envs.Env, in the configured format.
 func (e *Env) Render() string {
+	if e.state == nil {
+		return ""
+	}
+	switch e.cfg.Format {
+	case "coord":
+		return e.coords()
+	case "grid_coord":
+		return "Positions:\n" + e.coords() + "\nGrid:\n" + e.gridText()
+	}
+	return e.gridText()
+}
+
+// coords lists the positions, RAGEN v2's lines in its order (targets, boxes,
+// boxes on target, player or player on target; empty lists left out), after
+// the board and its inner walls. RAGEN leaves the walls out although its
+// prompt says they are listed; without them a coordinate-only agent cannot
+// see the room, so they are listed here. The border is always wall and is
+// stated once instead.
+func (e *Env) coords() string {
+	var walls, targets, boxes, placed []string
+	for i, c := range e.state {
+		r, k := i/e.cols, i%e.cols
+		pos := fmt.Sprintf("(%d, %d)", r, k)
+		switch {
+		case c == cellWall && r > 0 && r < e.rows-1 && k > 0 && k < e.cols-1:
+			walls = append(walls, pos)
+		case c == cellTarget:
+			targets = append(targets, pos)
+		case c == cellBox:
+			boxes = append(boxes, pos)
+		case c == cellBoxOnTarget:
+			placed = append(placed, pos)
+		}
+	}
+	lines := []string{fmt.Sprintf("Board: %d rows x %d columns, walled all around", e.rows, e.cols)}
+	for _, l := range []struct {
+		name string
+		pos  []string
+	}{{"Walls", walls}, {"Targets", targets}, {"Boxes", boxes}, {"Boxes on target", placed}} {
+		if len(l.pos) > 0 {
+			lines = append(lines, l.name+": "+strings.Join(l.pos, ", "))
+		}
+	}
+	player := "Player"
+	if e.fixed[e.player] == cellTarget {
+		player = "Player on target"
+	}
+	p := e.rc(e.player)
+	lines = append(lines, fmt.Sprintf("%s: (%d, %d)", player, p[0], p[1]))
+	return strings.Join(lines, "\n")
+}
+
+// gridText draws the room, one line per row, no trailing newline.
+func (e *Env) gridText() string {
 	var b strings.Builder
 	for r := 0; r < e.rows; r++ {
 		if r > 0 {

@@ -140,12 +140,24 @@ func TestDemonstrationReasoning(t *testing.T) {
 }
 
 // TestExpertSolvesWithinBudget plays whole episodes through the shared turn
-// runner: the perfect expert solves exactly the levels whose shortest
-// solution fits the 10-action budget; the imperfect one solves fewer.
+// runner, with the grid and with the coordinate reasoning: the perfect
+// expert solves exactly the levels whose shortest solution fits the
+// 10-action budget; the imperfect one solves fewer.
 func TestExpertSolvesWithinBudget(t *testing.T) {
+	for _, format := range []string{"grid", "coord"} {
+		t.Run(format, func(t *testing.T) { expertSolvesWithinBudget(t, format) })
+	}
+}
+
+func expertSolvesWithinBudget(t *testing.T, format string) {
 	const n = 300
 	fits, perfect, imperfect := 0, 0, 0
-	probe := newEnv(t, 6, 6, 1)
+	env := func() *Env {
+		e := newEnv(t, 6, 6, 1)
+		e.cfg.Format = format
+		return e
+	}
+	probe := env()
 	for seed := int64(0); seed < n; seed++ {
 		probe.Reset(seed)
 		plan, _ := probe.Solve(0)
@@ -153,7 +165,7 @@ func TestExpertSolvesWithinBudget(t *testing.T) {
 			fits++
 		}
 		for _, im := range []bool{false, true} {
-			ep, err := envs.Start(newEnv(t, 6, 6, 1), seed, envs.DefaultTurnConfig())
+			ep, err := envs.Start(env(), seed, envs.DefaultTurnConfig())
 			if err != nil {
 				t.Fatal(err)
 			}
