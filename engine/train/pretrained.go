@@ -127,8 +127,8 @@ func finetuneLoaded(ctx context.Context, cfg *Config, newEnv func() (envs.Env, e
 		if trajs[i], err = rollout.FromDemo(d, chat, cfg.MaxTokensPerTurn); err != nil {
 			return fmt.Errorf("warm start: %w", err)
 		}
-		if n, max := len(trajs[i].Tokens), policy.Config().MaxPositions; n > max {
-			return fmt.Errorf("warm start: a demonstration has %d tokens, more than the model's max_position_embeddings %d: lower max_turns", n, max)
+		if err := fitContext(trajs[i], policy.Config().MaxPositions); err != nil {
+			return err
 		}
 	}
 	return finetune(ctx, policy, trajs, ws, cfg.Seed)

@@ -137,7 +137,9 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 // fitContext cuts a demonstration longer than the context after the last
 // response that fits, as a rollout ends when the context cannot hold
 // another turn (Trajectory.ContextFull): the policy learns no turn it could
-// not play. A first response that does not fit is an error.
+// not play. A first response that does not fit is an error. Both the fresh
+// warm start and the fine-tuning of a loaded model (Init, Pretrained) cut
+// this way.
 func fitContext(t *rollout.Trajectory, limit int) error {
 	n := len(t.Tokens)
 	if n <= limit {
@@ -150,7 +152,7 @@ func fitContext(t *rollout.Trajectory, limit int) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("warm start: a demonstration's first turn does not fit context_length %d (the demonstration has %d tokens): raise context_length or lower max_tokens_per_turn", limit, n)
+	return fmt.Errorf("warm start: a demonstration's first turn does not fit the model's context of %d tokens (context_length; max_position_embeddings of a loaded model): raise context_length or lower max_tokens_per_turn", limit)
 }
 
 // finetune is the supervised phase: cross-entropy on the demonstrations'

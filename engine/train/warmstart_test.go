@@ -166,7 +166,7 @@ func TestFitContextCutsAfterLastFittingTurn(t *testing.T) {
 			t.Errorf("limit %d: ContextFull %v", c.limit, d.ContextFull)
 		}
 	}
-	if err := fitContext(demo(), 4); err == nil || !strings.Contains(err.Error(), "context_length 4") {
+	if err := fitContext(demo(), 4); err == nil || !strings.Contains(err.Error(), "context of 4 tokens") {
 		t.Errorf("first turn too long: %v", err)
 	}
 }
