@@ -8,4 +8,4 @@ func main() {
 }
 
 // Error:
-// sokoban: unknown option "size" (valid: dim, rows, cols, boxes, search_depth, max_steps, max_reset_tries, max_actions_per_turn, max_actions_per_episode, max_turns)
+// sokoban: unknown option "size" (valid: dim, rows, cols, boxes, search_depth, max_steps, max_reset_tries, observation_format, max_actions_per_turn, max_actions_per_episode, max_turns)
