@@ -48,8 +48,9 @@ func (c Config) Validate() error {
 		return envs.OptionError(Name, "p", "is the probability of a frozen tile, must be in (0, 1] (got %v)", c.P)
 	case !(c.SuccessRate >= 0 && c.SuccessRate <= 1):
 		return envs.OptionError(Name, "success_rate", "is a probability, must be in [0, 1] (got %v)", c.SuccessRate)
-	case c.Format != "" && c.Format != "grid" && c.Format != "coord" && c.Format != "grid_coord":
-		return envs.OptionError(Name, "observation_format", `must be "grid", "coord" or "grid_coord" (got %q)`, c.Format)
+	}
+	if err := envs.CheckObservationFormat(Name, c.Format); err != nil {
+		return err
 	}
 	for _, b := range []struct {
 		name string
@@ -75,13 +76,12 @@ func init() {
 			{Name: "p", Kind: envs.Float, Default: d.P, Doc: "probability that a tile is frozen (else a hole), in (0, 1]"},
 			{Name: "is_slippery", Kind: envs.Bool, Default: d.Slippery, Doc: "moves may slip to a perpendicular direction"},
 			{Name: "success_rate", Kind: envs.Float, Default: d.SuccessRate, Doc: "probability a slippery move goes where intended; 1 is deterministic"},
-			{Name: "observation_format", Kind: envs.String, Default: d.Format, Choices: []string{"grid", "coord", "grid_coord"},
-				Doc: "the state as a grid of symbols, as (row, column) lists, or both"},
+			envs.ObservationFormatOption("the state as a grid of symbols, as (row, column) lists, or both"),
 		}, envs.BudgetOptions(d.MaxActionsPerTurn, d.MaxActionsPerEpisode, d.MaxTurns)...),
 		New: func(o envs.Options) (envs.Env, error) {
 			return New(Config{Size: o.Int("size"), P: o.Float("p"), Slippery: o.Bool("is_slippery"),
 				SuccessRate:          o.Float("success_rate"),
-				Format:               o.String("observation_format"),
+				Format:               o.String(envs.OptObservationFormat),
 				MaxActionsPerTurn:    o.Int(envs.OptMaxActionsPerTurn),
 				MaxActionsPerEpisode: o.Int(envs.OptMaxActionsPerEpisode),
 				MaxTurns:             o.Int(envs.OptMaxTurns)})
@@ -278,13 +278,7 @@ func (e *Env) Step(action string) envs.StepResult {
 
 // Render implements envs.Env, in the configured format.
 func (e *Env) Render() string {
-	switch e.cfg.Format {
-	case "coord":
-		return e.coords()
-	case "grid_coord":
-		return "Positions:\n" + e.coords() + "\nGrid:\n" + e.gridText()
-	}
-	return e.gridText()
+	return envs.RenderObservation(e.cfg.Format, e.coords, e.gridText)
 }
 
 // coords lists the positions: board size, start, goal, player and holes.

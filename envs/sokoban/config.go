@@ -77,8 +77,6 @@ func (c Config) Validate() error {
 		return envs.OptionError(Name, "max_turns", "must be >= 1 (got %d)", c.MaxTurns)
 	case c.MaxResetTries < 1:
 		return envs.OptionError(Name, "max_reset_tries", "must be >= 1 (got %d)", c.MaxResetTries)
-	case c.Format != "" && c.Format != "grid" && c.Format != "coord" && c.Format != "grid_coord":
-		return envs.OptionError(Name, "observation_format", `must be "grid", "coord" or "grid_coord" (got %q)`, c.Format)
 	}
-	return nil
+	return envs.CheckObservationFormat(Name, c.Format)
 }

@@ -18,8 +18,7 @@ func init() {
 			{Name: "search_depth", Kind: envs.Int, Default: d.SearchDepth, Doc: "depth limit of the reverse-play search that scatters the boxes, at least 2"},
 			{Name: "max_steps", Kind: envs.Int, Default: d.MaxSteps, Doc: "actions after which the environment ends the episode"},
 			{Name: "max_reset_tries", Kind: envs.Int, Default: d.MaxResetTries, Doc: "derived seeds tried when a seed yields no usable level"},
-			{Name: "observation_format", Kind: envs.String, Default: d.Format, Choices: []string{"grid", "coord", "grid_coord"},
-				Doc: "the room as a grid of symbols, as (row, column) lists of walls, targets, boxes and the player, or both"},
+			envs.ObservationFormatOption("the room as a grid of symbols, as (row, column) lists of walls, targets, boxes and the player, or both"),
 		}, envs.BudgetOptions(d.MaxActionsPerTurn, d.MaxActionsPerEpisode, d.MaxTurns)...),
 		New: func(o envs.Options) (envs.Env, error) {
 			if dim := o.Int("dim"); dim < 3 || dim > maxDim {
@@ -28,7 +27,7 @@ func init() {
 			c := Config{
 				Rows: o.Int("dim"), Cols: o.Int("dim"), Boxes: o.Int("boxes"), SearchDepth: o.Int("search_depth"),
 				MaxSteps: o.Int("max_steps"), MaxResetTries: o.Int("max_reset_tries"),
-				Format:               o.String("observation_format"),
+				Format:               o.String(envs.OptObservationFormat),
 				MaxActionsPerTurn:    o.Int(envs.OptMaxActionsPerTurn),
 				MaxActionsPerEpisode: o.Int(envs.OptMaxActionsPerEpisode),
 				MaxTurns:             o.Int(envs.OptMaxTurns),

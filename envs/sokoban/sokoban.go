@@ -203,13 +203,7 @@ func (e *Env) Render() string {
 	if e.state == nil {
 		return ""
 	}
-	switch e.cfg.Format {
-	case "coord":
-		return e.coords()
-	case "grid_coord":
-		return "Positions:\n" + e.coords() + "\nGrid:\n" + e.gridText()
-	}
-	return e.gridText()
+	return envs.RenderObservation(e.cfg.Format, e.coords, e.gridText)
 }
 
 // coords lists the positions, RAGEN v2's lines in its order (targets, boxes,
