@@ -47,6 +47,8 @@ func runTrain(args []string) error {
 	fs.IntVar(&c.GroupSize, "group-size", c.GroupSize, "trajectories per group")
 	fs.IntVar(&c.ValEpisodes, "val", c.ValEpisodes, "validation episodes on held-out seeds (0: none)")
 	fs.IntVar(&c.ValEvery, "val-every", c.ValEvery, "validate every N steps")
+	temperature := fs.Float64("temperature", float64(c.Temperature), "sampling temperature of training rollouts (the PPO ratio uses logits ÷ this temperature)")
+	valTemperature := fs.Float64("val-temperature", float64(c.ValTemperature), "sampling temperature of validation (0: greedy)")
 	fs.IntVar(&c.MaxTokensPerTurn, "max-tokens", c.MaxTokensPerTurn, "tokens per response before it is cut (unclosed </answer>)")
 	fs.Float64Var(&c.ActorLR, "lr", c.ActorLR, "actor learning rate")
 	fs.Float64Var(&c.CriticLR, "critic-lr", c.CriticLR, "critic learning rate")
@@ -79,6 +81,7 @@ func runTrain(args []string) error {
 			c.WarmStart.Steps = 0
 		}
 	}
+	c.Temperature, c.ValTemperature = float32(*temperature), float32(*valTemperature)
 	switch *preset {
 	case "starpo-s", "starpos":
 		c.Algo = algo.StarPOS()

@@ -54,6 +54,36 @@ func TestTrainInit(t *testing.T) {
 	}
 }
 
+// TestTrainTemperatures: -temperature and -val-temperature reach the run's
+// config, and a training temperature of 0 is refused by name.
+func TestTrainTemperatures(t *testing.T) {
+	t.Setenv("RAGEN_CACHE", t.TempDir())
+	dir := filepath.Join(t.TempDir(), "run")
+	args := []string{"-env", "bandit", "-model", "tiny", "-steps", "1", "-groups", "2", "-group-size", "2",
+		"-val", "2", "-sft-steps", "2", "-sft-episodes", "8", "-quiet", "-run", dir}
+	if err := runTrain(append(args, "-temperature", "0.7", "-val-temperature", "0")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Temperature    float32 `json:"temperature"`
+		ValTemperature float32 `json:"val_temperature"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Temperature != 0.7 || cfg.ValTemperature != 0 {
+		t.Errorf("config temperature %v, val_temperature %v; want 0.7, 0", cfg.Temperature, cfg.ValTemperature)
+	}
+	err = runTrain(append(args[:len(args)-2], "-temperature", "0"))
+	if err == nil || !strings.Contains(err.Error(), "temperature: must be > 0") {
+		t.Errorf("-temperature 0: error %v, want one saying it must be > 0", err)
+	}
+}
+
 // TestWarmStartLine: the warm-start phase line says what the phase does.
 func TestWarmStartLine(t *testing.T) {
 	c := train.Default()
