@@ -140,6 +140,11 @@ func RewardToGo(reward []float64, mask []bool, gamma float64) []float64 {
 //	Â_i = (R_i − mean_g R) / (std_g R + ε)    normStd (grpo; ε = adv_eps, 1e-6)
 //	Â_i =  R_i − mean_g R                     !normStd (dr_grpo; veRL norm_adv_by_std_in_grpo=False)
 //
+// Dividing by std makes every group's advantages the same size whatever its
+// spread: a group that differs only by small shaped rewards (Sokoban's −0.1 an
+// action among games that all fail) pushes as hard as one split between
+// winning and losing. dr_grpo keeps the rewards' scale (docs/decisions.md 26).
+//
 // std is Bessel-corrected (÷ (G−1), torch.std, veRL/TRL) when unbiased, else
 // the population std (÷ G, ART). Groups must be real: a group of one
 // trajectory is an error (veRL silently uses mean 0, std 1 there, which turns
