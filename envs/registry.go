@@ -3,6 +3,7 @@ package envs
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -230,7 +231,7 @@ func convert(o Option, v any) (any, error) {
 		}
 	case String:
 		if x, ok := v.(string); ok {
-			if len(o.Choices) > 0 && !contains(o.Choices, x) {
+			if len(o.Choices) > 0 && !slices.Contains(o.Choices, x) {
 				return nil, fmt.Errorf("want one of %s, got %q", strings.Join(o.Choices, ", "), x)
 			}
 			return x, nil
@@ -239,15 +240,6 @@ func convert(o Option, v any) (any, error) {
 		return nil, fmt.Errorf("unknown kind %v", o.Kind)
 	}
 	return nil, fmt.Errorf("want %v, got %s", o.Kind, got)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // The standard budget options. Environments include them with their own

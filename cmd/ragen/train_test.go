@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,8 +61,8 @@ func TestTrainTemperatures(t *testing.T) {
 	t.Setenv("RAGEN_CACHE", t.TempDir())
 	dir := filepath.Join(t.TempDir(), "run")
 	args := []string{"-env", "bandit", "-model", "tiny", "-steps", "1", "-groups", "2", "-group-size", "2",
-		"-val", "2", "-sft-steps", "2", "-sft-episodes", "8", "-quiet", "-run", dir}
-	if err := runTrain(append(args, "-temperature", "0.7", "-val-temperature", "0")); err != nil {
+		"-val", "2", "-sft-steps", "2", "-sft-episodes", "8", "-quiet"}
+	if err := runTrain(slices.Concat(args, []string{"-run", dir, "-temperature", "0.7", "-val-temperature", "0"})); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
@@ -78,7 +79,7 @@ func TestTrainTemperatures(t *testing.T) {
 	if cfg.Temperature != 0.7 || cfg.ValTemperature != 0 {
 		t.Errorf("config temperature %v, val_temperature %v; want 0.7, 0", cfg.Temperature, cfg.ValTemperature)
 	}
-	err = runTrain(append(args[:len(args)-2], "-temperature", "0"))
+	err = runTrain(slices.Concat(args, []string{"-temperature", "0"}))
 	if err == nil || !strings.Contains(err.Error(), "temperature: must be > 0") {
 		t.Errorf("-temperature 0: error %v, want one saying it must be > 0", err)
 	}
