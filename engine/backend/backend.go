@@ -91,7 +91,9 @@ type Backend interface {
 	// RopeBackward rotates a gradient back in place.
 	RopeBackward(dx, cos, sin Buffer, pos []int, T, nHeads, hd int)
 	// AttentionForward is causal grouped-query attention over packed
-	// sequences; att (AttentionSize(lens, nH)) keeps the probabilities.
+	// sequences; att (AttentionSize(lens, nH)) is room for the
+	// probabilities, for a backend that keeps them for AttentionBackward
+	// (CUDA does; the CPU recomputes them and leaves att and datt unused).
 	AttentionForward(out, att, q, k, v Buffer, lens []int, nH, nKV, hd int)
 	// AttentionBackward accumulates dq, dk, dv; datt is scratch of
 	// AttentionSize(lens, nH) floats.

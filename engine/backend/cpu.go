@@ -140,12 +140,14 @@ func (*CPU) RopeBackward(dx, cos, sin Buffer, pos []int, T, nHeads, hd int) {
 	cpu.RopeBackward(h(dx), h(cos), h(sin), pos, T, nHeads, hd)
 }
 
-func (*CPU) AttentionForward(out, att, q, k, v Buffer, lens []int, nH, nKV, hd int) {
-	cpu.AttentionForward(h(out), h(att), h(q), h(k), h(v), lens, nH, nKV, hd)
+// AttentionForward leaves att unused: AttentionBackward recomputes the
+// probabilities, as on the model's own CPU path.
+func (*CPU) AttentionForward(out, _, q, k, v Buffer, lens []int, nH, nKV, hd int) {
+	cpu.AttentionForward(h(out), h(q), h(k), h(v), lens, nH, nKV, hd)
 }
 
-func (*CPU) AttentionBackward(dq, dk, dv, datt, dout, att, q, k, v Buffer, lens []int, nH, nKV, hd int) {
-	cpu.AttentionBackward(h(dq), h(dk), h(dv), h(datt), h(dout), h(att), h(q), h(k), h(v), lens, nH, nKV, hd)
+func (*CPU) AttentionBackward(dq, dk, dv, _, dout, _, q, k, v Buffer, lens []int, nH, nKV, hd int) {
+	cpu.AttentionBackward(h(dq), h(dk), h(dv), h(dout), h(q), h(k), h(v), lens, nH, nKV, hd)
 }
 
 func (*CPU) AppendKV(kc, vc, k, v Buffer, slots, lens []int, KV, maxLen int) {

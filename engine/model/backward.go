@@ -51,7 +51,6 @@ func (m *Model) Backward(g Grad) error {
 	ws.dres, ws.dln = grow(ws.dres, T*d), grow(ws.dln, T*d)
 	ws.dq, ws.dattOut = grow(ws.dq, T*C), grow(ws.dattOut, T*C)
 	ws.dk, ws.dv = grow(ws.dk, T*KV), grow(ws.dv, T*KV)
-	ws.datt = grow(ws.datt, cpu.AttentionSize(ws.lens, nKV))
 	ws.dgate, ws.dup, ws.dh = grow(ws.dgate, T*I), grow(ws.dup, T*I), grow(ws.dh, T*I)
 
 	// Heads: ∂loss/∂lnf from the LM head and the value head.
@@ -89,7 +88,7 @@ func (m *Model) Backward(g Grad) error {
 		clear(ws.dq)
 		clear(ws.dk)
 		clear(ws.dv)
-		cpu.AttentionBackward(ws.dq, ws.dk, ws.dv, ws.datt, ws.dattOut, a.att, a.q, a.k, a.v, ws.lens, nH, nKV, hd)
+		cpu.AttentionBackward(ws.dq, ws.dk, ws.dv, ws.dattOut, a.q, a.k, a.v, ws.lens, nH, nKV, hd)
 		cpu.RopeBackward(ws.dq, m.cos, m.sin, ws.pos, T, nH, hd)
 		cpu.RopeBackward(ws.dk, m.cos, m.sin, ws.pos, T, nKV, hd)
 		clear(ws.dln)

@@ -15,14 +15,20 @@ import (
 // loss = cross-entropy + ½·MSE(value), backward, and an AdamW update written
 // inline over the flat buffers (so the benchmark does not depend on
 // engine/optim; the update is a few ms of the step).
-func BenchmarkTrainStepSmall(b *testing.B) {
+func BenchmarkTrainStepSmall(b *testing.B) { benchTrainStep(b, 16, 256) }
+
+// BenchmarkTrainStepSmallLong is the same step on 4 sequences of 1024
+// tokens, the length of a Sokoban trajectory near the context's end, where
+// attention (quadratic in T) weighs most.
+func BenchmarkTrainStepSmallLong(b *testing.B) { benchTrainStep(b, 4, 1024) }
+
+func benchTrainStep(b *testing.B, B, T int) {
 	c := Small()
 	c.VocabSize, c.ValueHead = 512, true
 	m, err := New(c, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	const B, T = 16, 256
 	lens := make([]int, B)
 	for i := range lens {
 		lens[i] = T

@@ -217,8 +217,8 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 	d.qkv, d.attOut = grow(d.qkv, N*QKV), grow(d.attOut, N*C)
 	d.gateUp, d.h = grow(d.gateUp, N*2*I), grow(d.h, N*I)
 	group := nH / nKV
-	// Scratch for attention scores: a prefill needs each head's n×(past+n)
-	// block, a single new token only AttendLast's W scores per group.
+	// Scratch for attention scores: a prefill needs each head's
+	// AttendScratch, a single new token only AttendLast's W scores per group.
 	rows, attOffs := make([]int, B), make([]int, B)
 	r, a := 0, 0
 	for i, n := range lens {
@@ -227,7 +227,7 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 		if n == 1 {
 			a += nKV * (past[i] + 1)
 		} else {
-			a += nH * n * (past[i] + n)
+			a += nH * cpu.AttendScratch(n, past[i])
 		}
 	}
 	d.att = grow(d.att, a)
@@ -280,7 +280,7 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 					continue
 				}
 				for h := h0; h < h0+group; h++ {
-					att := d.att[attOffs[i]+h*n*W:]
+					att := d.att[attOffs[i]+h*cpu.AttendScratch(n, past[i]):]
 					cpu.AttendHead(d.attOut[o*C+h*hd:], att, d.qkv[o*QKV+h*hd:], kc, vc, n, past[i], hd, QKV, hd, C)
 				}
 			}

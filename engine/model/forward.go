@@ -41,7 +41,6 @@ type layerActs struct {
 	ln1, rstd1  []float32 // [T, d], [T]
 	q           []float32 // [T, C] after RoPE
 	k, v        []float32 // [T, KV], k after RoPE
-	att         []float32 // attention probabilities, cpu.AttentionSize
 	attOut      []float32 // [T, C] before o_proj
 	resid2      []float32 // [T, d] after the attention residual
 	ln2, rstd2  []float32 // [T, d], [T]
@@ -72,7 +71,6 @@ type workspace struct {
 	dres, dln       []float32 // [T, d]
 	dq, dattOut     []float32 // [T, C]
 	dk, dv          []float32 // [T, KV]
-	datt            []float32 // per (sequence, kv head) L×L
 	dgate, dup, dh  []float32 // [T, I]
 	dlpRow, dentRow []float32 // [T]
 	dvalRow         []float32 // [T]
@@ -159,7 +157,7 @@ func (m *Model) Forward(tokens, lens []int, want Want) (*Output, error) {
 		cpu.MatmulForward(a.v, a.ln1, w.v, w.vb, T, d, KV)
 		cpu.RopeForward(a.q, m.cos, m.sin, ws.pos, T, nH, hd)
 		cpu.RopeForward(a.k, m.cos, m.sin, ws.pos, T, nKV, hd)
-		cpu.AttentionForward(a.attOut, a.att, a.q, a.k, a.v, ws.lens, nH, nKV, hd)
+		cpu.AttentionForward(a.attOut, a.q, a.k, a.v, ws.lens, nH, nKV, hd)
 		cpu.MatmulForward(a.resid2, a.attOut, w.o, nil, T, C, d)
 		cpu.ResidualForward(a.resid2, a.resid2, a.resid, T*d)
 		cpu.RMSNormForward(a.ln2, a.rstd2, a.resid2, w.postNorm, T, d, eps)
@@ -229,7 +227,6 @@ func (m *Model) prepare(tokens, lens []int) {
 		o += L
 	}
 	d, C, KV, I := c.HiddenSize, c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim(), c.IntermediateSize
-	att := cpu.AttentionSize(lens, c.NumHeads)
 	if len(ws.layers) != c.NumLayers {
 		ws.layers = make([]layerActs, c.NumLayers)
 	}
@@ -237,7 +234,7 @@ func (m *Model) prepare(tokens, lens []int) {
 		a := &ws.layers[l]
 		a.resid, a.ln1, a.rstd1 = grow(a.resid, T*d), grow(a.ln1, T*d), grow(a.rstd1, T)
 		a.q, a.k, a.v = grow(a.q, T*C), grow(a.k, T*KV), grow(a.v, T*KV)
-		a.att, a.attOut = grow(a.att, att), grow(a.attOut, T*C)
+		a.attOut = grow(a.attOut, T*C)
 		a.resid2, a.ln2, a.rstd2 = grow(a.resid2, T*d), grow(a.ln2, T*d), grow(a.rstd2, T)
 		a.gate, a.up, a.h = grow(a.gate, T*I), grow(a.up, T*I), grow(a.h, T*I)
 	}
@@ -246,8 +243,8 @@ func (m *Model) prepare(tokens, lens []int) {
 
 // AttentionMap returns the attention probabilities of one head in one layer
 // for one sequence of the last Forward, as an L×L tensor (row i: how much
-// position i attends to each position ≤ i). It shares the workspace's
-// memory, so it is valid until the next Forward.
+// position i attends to each position ≤ i). Forward does not keep them, so
+// they are recomputed from its saved queries and keys, to the same floats.
 func (m *Model) AttentionMap(layer, seq, head int) (*tensor.Dense, error) {
 	ws, c := &m.ws, m.Config
 	switch {
@@ -260,8 +257,14 @@ func (m *Model) AttentionMap(layer, seq, head int) (*tensor.Dense, error) {
 	case head < 0 || head >= c.NumHeads:
 		return nil, fmt.Errorf("attention map: head %d out of range [0, %d)", head, c.NumHeads)
 	}
-	off := cpu.AttentionSize(ws.lens[:seq], c.NumHeads)
-	L := ws.lens[seq]
-	off += head * L * L
-	return tensor.New(tensor.WithShape(L, L), tensor.WithBacking(ws.layers[layer].att[off:off+L*L:off+L*L])), nil
+	hd := c.HeadDim()
+	C, KV := c.NumHeads*hd, c.NumKVHeads*hd
+	o, L, g := 0, ws.lens[seq], head/(c.NumHeads/c.NumKVHeads)
+	for _, n := range ws.lens[:seq] {
+		o += n
+	}
+	a := &ws.layers[layer]
+	p := make([]float32, L*L)
+	cpu.AttentionProbs(p, a.q[o*C+head*hd:], a.k[o*KV+g*hd:], L, hd, C, KV)
+	return tensor.New(tensor.WithShape(L, L), tensor.WithBacking(p)), nil
 }

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/ragen-go/ragen/engine/backend/cpu/gemm"
 	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
@@ -12,48 +13,77 @@ import (
 //
 //	q, out  [T, C]   head h in columns h·hd … h·hd+hd
 //	k, v    [T, KV]  query head h reads key/value head h / (nH/nKV)
-//	att     per sequence s (length L), per head h: an L×L block of softmax
-//	        probabilities, blocks stored one after another (AttentionSize)
 //
 // Sequence s occupies rows lens[0]+…+lens[s-1] onwards and attends to
 // itself only, so no padding is computed.
+//
+// The softmax probabilities are not kept between the passes: a sequence of
+// L tokens has nH·L² of them per layer, more than all its other
+// activations once L passes a few hundred tokens (a Sokoban update of 128
+// trajectories near the 1024-token context held over 10 GiB of them).
+// AttentionBackward recomputes each block of rows with the forward's own
+// products and softmax (probBlock), so the gradients are bit-identical to
+// keeping them, for one more q·kᵀ product per block.
 
-// AttentionSize is the number of floats att needs for these sequences.
-func AttentionSize(lens []int, nH int) int {
-	n := 0
-	for _, L := range lens {
-		n += nH * L * L
-	}
-	return n
+// attBlock is a block of rows handled by one pair of products; only the
+// keys up to the block's last row are computed, which skips most of the
+// masked upper triangle.
+const attBlock = 64
+
+// AttendScratch is the number of floats of scratch AttendHead needs for n
+// query rows after past cached positions: one block of rows of
+// probabilities.
+func AttendScratch(n, past int) int {
+	return min(n, attBlock) * (past + n)
 }
 
-// attBlock is a block of rows handled by one pair of products in AttendHead;
-// only the keys up to the block's last row are computed, which skips most of
-// the masked upper triangle.
-const attBlock = 64
+// probBlock writes into p (leading dimension ldp) the attention
+// probabilities of n query rows at positions first … first+n−1 against the
+// keys at positions 0 … first+n−1:
+//
+//	p = softmax(q·kᵀ / sqrt(hd)) with row i masked to keys ≤ first+i
+//
+// Masked entries up to column first+n are 0. The forward and the backward
+// pass both call it, so their probabilities are the same floats.
+func probBlock(p, q, k []float32, n, first, hd, ldq, ldk, ldp int) {
+	cols := first + n
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	gemm.SgemmSerial(false, true, n, cols, hd, scale, q, ldq, k, ldk, 0, p, ldp)
+	for i := 0; i < n; i++ {
+		softmaxPrefix(p[i*ldp:i*ldp+cols], first+i+1)
+	}
+}
 
 // AttendHead computes one head of causal attention for n query rows at
 // positions past … past+n−1 against keys and values at positions
 // 0 … past+n−1 (past > 0 when earlier keys sit in a KV cache):
 //
-//	att = softmax(q·kᵀ / sqrt(hd)) with row i masked to keys ≤ past+i
-//	out = att · v
+//	out = softmax(q·kᵀ / sqrt(hd)) · v, row i masked to keys ≤ past+i
 //
-// q has leading dimension ldq, k and v ldkv, out ldo; att is n×(past+n),
-// masked entries 0. It runs on the calling goroutine (gemm.SgemmSerial),
-// for use inside a parallel loop.
+// q has leading dimension ldq, k and v ldkv, out ldo; att is scratch of
+// AttendScratch(n, past) floats. It runs on the calling goroutine
+// (gemm.SgemmSerial), for use inside a parallel loop.
 func AttendHead(out, att, q, k, v []float32, n, past, hd, ldq, ldkv, ldo int) {
 	W := past + n
-	scale := float32(1 / math.Sqrt(float64(hd)))
 	for r0 := 0; r0 < n; r0 += attBlock {
 		r1 := min(r0+attBlock, n)
-		cols := past + r1
-		gemm.SgemmSerial(false, true, r1-r0, cols, hd, scale, q[r0*ldq:], ldq, k, ldkv, 0, att[r0*W:], W)
+		probBlock(att, q[r0*ldq:], k, r1-r0, past+r0, hd, ldq, ldkv, W)
+		gemm.SgemmSerial(false, false, r1-r0, hd, past+r1, 1, att, W, v, ldkv, 0, out[r0*ldo:], ldo)
+	}
+}
+
+// AttentionProbs writes into p the L×L attention probabilities of one head
+// over one sequence of L tokens (row i: how much position i attends to each
+// position ≤ i, zeros above the diagonal), as the forward pass computes
+// them; q and k have leading dimensions ldq and ldk. For inspection: the
+// passes themselves never hold the whole matrix.
+func AttentionProbs(p, q, k []float32, L, hd, ldq, ldk int) {
+	for r0 := 0; r0 < L; r0 += attBlock {
+		r1 := min(r0+attBlock, L)
+		probBlock(p[r0*L:], q[r0*ldq:], k, r1-r0, r0, hd, ldq, ldk, L)
 		for i := r0; i < r1; i++ {
-			row := att[i*W : i*W+W]
-			softmaxPrefix(row, past+i+1)
+			clear(p[i*L+r1 : (i+1)*L])
 		}
-		gemm.SgemmSerial(false, false, r1-r0, hd, cols, 1, att[r0*W:], W, v, ldkv, 0, out[r0*ldo:], ldo)
 	}
 }
 
@@ -144,52 +174,54 @@ func softmaxPrefix(row []float32, valid int) {
 }
 
 // AttentionForward runs AttendHead for every (sequence, head) pair in
-// parallel and saves the probabilities in att for AttentionBackward.
-func AttentionForward(out, att, q, k, v []float32, lens []int, nH, nKV, hd int) {
+// parallel.
+func AttentionForward(out, q, k, v []float32, lens []int, nH, nKV, hd int) {
 	C, KV := nH*hd, nKV*hd
-	offs, attOffs := offsets(lens, nH)
+	offs, size := offsets(lens), AttendScratch(slices.Max(lens), 0)
 	parallel.For(len(lens)*nH, 1, func(_, lo, hi int) {
 		for task := lo; task < hi; task++ {
 			s, h := task/nH, task%nH
 			o, L, g := offs[s], lens[s], h/(nH/nKV)
-			AttendHead(out[o*C+h*hd:], att[attOffs[s]+h*L*L:], q[o*C+h*hd:], k[o*KV+g*hd:], v[o*KV+g*hd:], L, 0, hd, C, KV, C)
+			att := getScratch(size)
+			AttendHead(out[o*C+h*hd:], att, q[o*C+h*hd:], k[o*KV+g*hd:], v[o*KV+g*hd:], L, 0, hd, C, KV, C)
+			putScratch(att)
 		}
 	})
 }
 
-// AttentionBackward accumulates dq, dk, dv from dout. datt is scratch of
-// AttentionSize(lens, nKV) floats or more. Work is split by (sequence,
+// AttentionBackward accumulates dq, dk, dv from dout, recomputing the
+// probabilities P block by block (probBlock). Work is split by (sequence,
 // key/value head), the query heads of a group done in order, so the sums
 // into dk and dv do not depend on the number of workers:
 //
 //	dP = dout·vᵀ           dv += Pᵀ·dout
 //	dS = P ⊙ (dP − rowsum(P ⊙ dP)) / sqrt(hd)
 //	dq += dS·k             dk += dSᵀ·q
-func AttentionBackward(dq, dk, dv, datt, dout, att, q, k, v []float32, lens []int, nH, nKV, hd int) {
+func AttentionBackward(dq, dk, dv, dout, q, k, v []float32, lens []int, nH, nKV, hd int) {
 	C, KV := nH*hd, nKV*hd
 	group := nH / nKV
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	offs, attOffs := offsets(lens, nH)
-	_, scrOffs := offsets(lens, nKV)
+	offs, size := offsets(lens), AttendScratch(slices.Max(lens), 0)
 	parallel.For(len(lens)*nKV, 1, func(_, lo, hi int) {
 		for task := lo; task < hi; task++ {
 			s, g := task/nKV, task%nKV
 			o, L := offs[s], lens[s]
-			dP := datt[scrOffs[s]+g*L*L : scrOffs[s]+(g+1)*L*L]
+			// One block of rows of P and one of dP, leading dimension L.
+			scratch := getScratch(2 * size)
+			Pb, dPb := scratch[:size], scratch[size:]
 			kg, vg := k[o*KV+g*hd:], v[o*KV+g*hd:]
 			dkg, dvg := dk[o*KV+g*hd:], dv[o*KV+g*hd:]
 			for h := g * group; h < (g+1)*group; h++ {
-				P := att[attOffs[s]+h*L*L : attOffs[s]+(h+1)*L*L]
 				dO, qh, dqh := dout[o*C+h*hd:], q[o*C+h*hd:], dq[o*C+h*hd:]
 				// Row blocks as in AttendHead: rows r0…r1−1 see keys < r1 only.
 				for r0 := 0; r0 < L; r0 += attBlock {
 					r1 := min(r0+attBlock, L)
 					n := r1 - r0
-					Pb, dPb := P[r0*L:], dP[r0*L:]
+					probBlock(Pb, qh[r0*C:], kg, n, r0, hd, C, KV, L)
 					gemm.SgemmSerial(false, true, n, r1, hd, 1, dO[r0*C:], C, vg, KV, 0, dPb, L)
 					gemm.SgemmSerial(true, false, r1, hd, n, 1, Pb, L, dO[r0*C:], C, 1, dvg, KV)
-					for i := r0; i < r1; i++ {
-						p, d := P[i*L:i*L+i+1], dP[i*L:i*L+r1]
+					for i := 0; i < n; i++ {
+						p, d := Pb[i*L:i*L+r0+i+1], dPb[i*L:i*L+r1]
 						var dot float32
 						for j, pj := range p {
 							dot += pj * d[j]
@@ -197,25 +229,51 @@ func AttentionBackward(dq, dk, dv, datt, dout, att, q, k, v []float32, lens []in
 						for j, pj := range p {
 							d[j] = pj * (d[j] - dot) * scale
 						}
-						clear(d[i+1:])
+						clear(d[r0+i+1:])
 					}
 					gemm.SgemmSerial(false, false, n, hd, r1, 1, dPb, L, kg, KV, 1, dqh[r0*C:], C)
 					gemm.SgemmSerial(true, false, r1, hd, n, 1, dPb, L, qh[r0*C:], C, 1, dkg, KV)
 				}
 			}
+			putScratch(scratch)
 		}
 	})
 }
 
-// offsets returns each sequence's first row and the start of its attention
-// blocks for nH heads.
-func offsets(lens []int, nH int) (rows, att []int) {
-	rows, att = make([]int, len(lens)), make([]int, len(lens))
-	r, a := 0, 0
+// offsets returns each sequence's first row.
+func offsets(lens []int) []int {
+	rows := make([]int, len(lens))
+	r := 0
 	for s, L := range lens {
-		rows[s], att[s] = r, a
+		rows[s] = r
 		r += L
-		a += nH * L * L
 	}
-	return rows, att
+	return rows
+}
+
+// scratches is a free list of attention scratch, one buffer per running
+// task, kept like gemm's packing workspaces (not in a sync.Pool, which the
+// garbage collector empties). Its capacity bounds what stays allocated
+// between calls.
+var scratches = make(chan []float32, 16)
+
+// getScratch returns n floats of scratch; contents are unspecified. The
+// callers ask for the same size for every task of a call, so the buffers on
+// the list fit the next call too unless its longest sequence is longer.
+func getScratch(n int) []float32 {
+	select {
+	case b := <-scratches:
+		if cap(b) >= n {
+			return b[:n]
+		}
+	default:
+	}
+	return make([]float32, n)
+}
+
+func putScratch(b []float32) {
+	select {
+	case scratches <- b:
+	default:
+	}
 }

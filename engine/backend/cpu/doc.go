@@ -10,13 +10,14 @@
 // gradients, embedding scatter-add) are split by columns, each column summed
 // over rows in row order, so results are bit-identical whatever GOMAXPROCS.
 //
-// Attention keeps the forward's probabilities for the backward pass, and
-// computes only the key blocks a row block can see (attBlock rows at a time),
-// which skips most of the masked half. A decoding step (one new query per
-// sequence) goes through AttendLast: per group of query heads sharing a
-// key/value head, softmax(q·kᵀ)·v streamed from the cache in place (dot
-// products of the stored keys, a weighted sum of the stored values), so
-// nothing is packed.
+// Attention computes only the key blocks a row block can see (attBlock rows
+// at a time), which skips most of the masked half, and does not keep the
+// probabilities: the backward pass recomputes them block by block, to the
+// same floats (an L-token sequence has nH·L² of them per layer). A decoding
+// step (one new query per sequence) goes through AttendLast: per group of
+// query heads sharing a key/value head, softmax(q·kᵀ)·v streamed from the
+// cache in place (dot products of the stored keys, a weighted sum of the
+// stored values), so nothing is packed.
 //
 // Exponentials (softmax, SwiGLU, log-softmax) go through expInPlace, whose
 // blocks of 8 run in an AVX2+FMA kernel generated with avo by

@@ -70,8 +70,8 @@ func TestAttendHeadMatchesNaive(t *testing.T) {
 		const hd, ld = 8, 24 // a head inside wider rows, as in the packed layout
 		W := tc.past + tc.n
 		q, k, v := randn(rng, tc.n*ld, 1), randn(rng, W*ld, 1), randn(rng, W*ld, 1)
-		out, att := make([]float32, tc.n*ld), make([]float32, tc.n*W)
-		AttendHead(out[4:], att, q[4:], k[8:], v[8:], tc.n, tc.past, hd, ld, ld, ld)
+		out := make([]float32, tc.n*ld)
+		AttendHead(out[4:], make([]float32, AttendScratch(tc.n, tc.past)), q[4:], k[8:], v[8:], tc.n, tc.past, hd, ld, ld, ld)
 		wantOut, wantAtt := naiveAttention(q[4:], k[8:], v[8:], tc.n, tc.past, hd, ld, ld)
 		gotOut := make([]float32, tc.n*hd)
 		for i := 0; i < tc.n; i++ {
@@ -80,8 +80,15 @@ func TestAttendHeadMatchesNaive(t *testing.T) {
 		if e := maxRelErr(gotOut, wantOut); e > 1e-5 {
 			t.Errorf("n=%d past=%d: out error %.2e", tc.n, tc.past, e)
 		}
-		if e := maxRelErr(att, wantAtt); e > 1e-5 {
-			t.Errorf("n=%d past=%d: att error %.2e", tc.n, tc.past, e)
+		if tc.past == 0 {
+			att := make([]float32, W*W)
+			for i := range att {
+				att[i] = float32(math.NaN()) // every entry must be written
+			}
+			AttentionProbs(att, q[4:], k[8:], W, hd, ld, ld)
+			if e := maxRelErr(att, wantAtt); e > 1e-5 {
+				t.Errorf("n=%d: probabilities error %.2e", tc.n, e)
+			}
 		}
 	}
 }
@@ -114,10 +121,10 @@ func TestAttentionBackwardMatchesNaive(t *testing.T) {
 	const nH, nKV, hd = 4, 2, 4
 	T, C, KV := 82, nH*hd, nKV*hd
 	q, k, v, dout := randn(rng, T*C, 1), randn(rng, T*KV, 1), randn(rng, T*KV, 1), randn(rng, T*C, 1)
-	out, att := make([]float32, T*C), make([]float32, AttentionSize(lens, nH))
-	AttentionForward(out, att, q, k, v, lens, nH, nKV, hd)
+	out := make([]float32, T*C)
+	AttentionForward(out, q, k, v, lens, nH, nKV, hd)
 	dq, dk, dv := make([]float32, T*C), make([]float32, T*KV), make([]float32, T*KV)
-	AttentionBackward(dq, dk, dv, make([]float32, AttentionSize(lens, nKV)), dout, att, q, k, v, lens, nH, nKV, hd)
+	AttentionBackward(dq, dk, dv, dout, q, k, v, lens, nH, nKV, hd)
 
 	// loss(q, k, v) = Σ dout·attention(q, k, v), in float64.
 	loss := func() float64 {
