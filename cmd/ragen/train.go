@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -41,7 +42,7 @@ func runTrain(args []string) error {
 	fs.StringVar(&c.Model, "model", c.Model, "model preset: tiny | small | base")
 	fs.StringVar(&c.Backend, "backend", c.Backend, "compute backend: "+strings.Join(backend.Names(), " | "))
 	fs.StringVar(&c.Precision, "precision", "f32", "matrix products on a device backend: f32 | bf16 (bf16 weights and activations, f32 master weights and accumulation; not with -backend cpu)")
-	fs.IntVar(&c.Steps, "steps", c.Steps, "training steps")
+	fs.IntVar(&c.Steps, "steps", c.Steps, "training steps (0: only evaluate the starting policy on the -val games)")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "experiment seed")
 	fs.IntVar(&c.EnvGroups, "groups", c.EnvGroups, "environment groups per step (one initial state each)")
 	fs.IntVar(&c.GroupSize, "group-size", c.GroupSize, "trajectories per group")
@@ -131,8 +132,12 @@ func runTrain(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	obs := &printer{quiet: *quiet, start: time.Now(), steps: c.Steps, warmStart: warmStartLine(&c)}
-	fmt.Fprintf(os.Stderr, "ragen train: %s, %s preset, model %s, %d×%d rollouts per step, %d steps\n",
-		c.Env, *preset, c.Model, c.EnvGroups, c.GroupSize, c.Steps)
+	if c.Steps == 0 {
+		fmt.Fprintf(os.Stderr, "ragen train: %s, model %s, no training: evaluating on %d validation games\n", c.Env, c.Model, c.ValEpisodes)
+	} else {
+		fmt.Fprintf(os.Stderr, "ragen train: %s, %s preset, model %s, %d×%d rollouts per step, %d steps\n",
+			c.Env, *preset, c.Model, c.EnvGroups, c.GroupSize, c.Steps)
+	}
 	tr, err := train.New(ctx, c, obs)
 	if err != nil {
 		return err
@@ -147,7 +152,7 @@ func runTrain(args []string) error {
 		fmt.Fprintf(os.Stderr, "resumed at step %d\n", tr.StepsDone())
 	}
 	err = tr.Run(ctx)
-	summary(tr.History)
+	summary(tr.History, c.ValEpisodes)
 	if c.RunDir != "" {
 		fmt.Fprintf(os.Stderr, "run directory: %s\n", c.RunDir)
 	}
@@ -210,7 +215,10 @@ func (p *printer) Event(e metrics.Event) {
 	fmt.Fprintf(os.Stderr, "  ! step %d %s: %s\n", e.Step, e.Kind, e.Message)
 }
 
-func summary(h metrics.History) {
+// summary prints the first and last value of the main metrics, and the
+// last validation success with its standard error over the games,
+// √(p(1−p)/n), to tell a difference between runs from the games' noise.
+func summary(h metrics.History, valGames int) {
 	if len(h.Steps) == 0 {
 		return
 	}
@@ -230,5 +238,8 @@ func summary(h metrics.History) {
 			ls = fmt.Sprintf("%.3f", l)
 		}
 		fmt.Printf("%-22s %10s %10s\n", name, fs, ls)
+	}
+	if p, ok := last.Values[metrics.ValSuccessRate]; ok && valGames > 0 {
+		fmt.Printf("validation success %.3f ± %.3f (standard error over %d games)\n", p, math.Sqrt(p*(1-p)/float64(valGames)), valGames)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/train"
 )
 
@@ -97,5 +98,60 @@ func TestWarmStartLine(t *testing.T) {
 		if got := warmStartLine(&c); !strings.Contains(got, tc.want) {
 			t.Errorf("init %q, %d steps: %q, want it to contain %q", tc.init, tc.steps, got, tc.want)
 		}
+	}
+}
+
+// TestTrainEvaluateOnly: -steps 0 plays the validation games with the
+// starting policy and trains nothing. Evaluating a run's checkpoint
+// reproduces the run's own validation at that step (same games, same
+// sampling streams), metrics.jsonl holds the one step-0 line, and no
+// checkpoint is written; without validation games it is refused.
+func TestTrainEvaluateOnly(t *testing.T) {
+	t.Setenv("RAGEN_CACHE", t.TempDir())
+	tiny := []string{"-env", "bandit", "-model", "tiny", "-groups", "2", "-group-size", "2",
+		"-val", "6", "-val-every", "1", "-sft-episodes", "8", "-quiet"}
+	first := filepath.Join(t.TempDir(), "first")
+	if err := runTrain(slices.Concat(tiny, []string{"-steps", "1", "-sft-steps", "4", "-run", first})); err != nil {
+		t.Fatal(err)
+	}
+	eval := filepath.Join(t.TempDir(), "eval")
+	ckpt := filepath.Join(first, "checkpoints", "step-000001", "policy")
+	if err := runTrain(slices.Concat(tiny, []string{"-steps", "0", "-init", ckpt, "-run", eval})); err != nil {
+		t.Fatal(err)
+	}
+	read := func(dir string) []metrics.Step {
+		b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var steps []metrics.Step
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var s metrics.Step
+			if err := json.Unmarshal([]byte(line), &s); err != nil {
+				t.Fatal(err)
+			}
+			steps = append(steps, s)
+		}
+		return steps
+	}
+	trained, evaluated := read(first), read(eval)
+	if len(trained) != 2 || trained[0].Step != 0 || trained[1].Step != 1 {
+		t.Fatalf("training run: metrics.jsonl steps %v, want the warm start's validation (0) and step 1", trained)
+	}
+	if len(evaluated) != 1 || evaluated[0].Step != 0 {
+		t.Fatalf("evaluation: metrics.jsonl has %d lines, want one for step 0", len(evaluated))
+	}
+	for _, name := range []string{metrics.ValSuccessRate, metrics.ValRewardMean} {
+		want, got := trained[1].Values[name], evaluated[0].Values[name]
+		if _, ok := evaluated[0].Values[name]; !ok || got != want {
+			t.Errorf("%s: evaluating the step-1 checkpoint gives %v, the run validated %v", name, got, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(eval, "checkpoints")); !os.IsNotExist(err) {
+		t.Errorf("an evaluation wrote checkpoints (stat: %v)", err)
+	}
+	err := runTrain(slices.Concat(tiny, []string{"-steps", "0", "-val", "0"}))
+	if err == nil || !strings.Contains(err.Error(), "needs val_episodes > 0") {
+		t.Errorf("-steps 0 -val 0: error %v, want one asking for validation games", err)
 	}
 }

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -69,7 +70,8 @@ type Config struct {
 	// Algo holds advantages, losses, KL and the group filter (StarPO-S).
 	Algo algo.Config `json:"algo"`
 
-	// Steps is the number of training steps (rollout + update) (40).
+	// Steps is the number of training steps (rollout + update) (40); 0
+	// only evaluates the starting policy on the validation games.
 	Steps int `json:"steps"`
 	// Seed fixes everything: environment seeds, sampling streams, model
 	// init. Same seed, same metrics, bit for bit (1).
@@ -249,7 +251,7 @@ func (c *Config) Validate() error {
 		name string
 		v    int
 	}{
-		{"context_length", c.ContextLength}, {"vocab_size", c.VocabSize}, {"steps", c.Steps},
+		{"context_length", c.ContextLength}, {"vocab_size", c.VocabSize},
 		{"env_groups", c.EnvGroups}, {"group_size", c.GroupSize}, {"max_tokens_per_turn", c.MaxTokensPerTurn},
 		{"ppo_epochs", c.PPOEpochs}, {"mini_batches", c.MiniBatches}, {"reuse_rollouts", c.ReuseRollouts},
 	}
@@ -262,7 +264,7 @@ func (c *Config) Validate() error {
 		name string
 		v    int
 	}{
-		{"val_episodes", c.ValEpisodes}, {"val_every", c.ValEvery},
+		{"steps", c.Steps}, {"val_episodes", c.ValEpisodes}, {"val_every", c.ValEvery},
 		{"checkpoint_every", c.CheckpointEvery}, {"warm_start.steps", c.WarmStart.Steps},
 		{"top_k", c.TopK},
 	}
@@ -270,6 +272,9 @@ func (c *Config) Validate() error {
 		if f.v < 0 {
 			return fmt.Errorf("%s: must be ≥ 0 (got %d)", f.name, f.v)
 		}
+	}
+	if c.Steps == 0 && c.ValEpisodes == 0 {
+		return errors.New("steps: 0 only evaluates the starting policy, which needs val_episodes > 0 (-val N)")
 	}
 	if c.VocabSize < 300 {
 		return fmt.Errorf("vocab_size: must be ≥ 300 to hold the 256 bytes, the special tokens and some merges (got %d)", c.VocabSize)

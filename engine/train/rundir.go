@@ -21,6 +21,7 @@ var ErrCollapse = errors.New("collapse detected")
 //
 //	config.json         the full configuration
 //	metrics.jsonl       one metrics.Step per line, appended as steps finish
+//	                    (step 0: the starting policy's validation)
 //	events.jsonl        one metrics.Event per line
 //	checkpoints/step-N  policy/, critic/ (and ref/) checkpoint directories
 //	                    and trainer.json (the step and history to resume)
@@ -92,8 +93,10 @@ func (t *Trainer) afterStep(s metrics.Step) error {
 	return nil
 }
 
+// finishRun saves the last checkpoint unless the periodic one just did, or
+// no step was trained (an evaluation, Steps 0: nothing new to save).
 func (t *Trainer) finishRun() error {
-	if t.cfg.RunDir != "" && (t.cfg.CheckpointEvery == 0 || t.step%t.cfg.CheckpointEvery != 0) {
+	if t.cfg.RunDir != "" && t.step > 0 && (t.cfg.CheckpointEvery == 0 || t.step%t.cfg.CheckpointEvery != 0) {
 		return t.Checkpoint()
 	}
 	return nil

@@ -189,6 +189,7 @@ func (t *Trainer) Run(ctx context.Context) error {
 		if err := t.validateAt(ctx, 0, t.History.Steps[0].Values); err != nil {
 			return err
 		}
+		t.appendJSONL("metrics.jsonl", t.History.Steps[0])
 		t.obs.Step(t.History.Steps[0])
 	}
 	for t.step < t.cfg.Steps {
