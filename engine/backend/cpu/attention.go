@@ -19,8 +19,9 @@ import (
 //
 // The softmax probabilities are not kept between the passes: a sequence of
 // L tokens has nH·L² of them per layer, more than all its other
-// activations once L passes a few hundred tokens (a Sokoban update of 128
-// trajectories near the 1024-token context held over 10 GiB of them).
+// activations once L passes a few hundred tokens (keeping them was half of
+// the 16 GB peak of a Sokoban update of 128 trajectories near the
+// 1024-token context).
 // AttentionBackward recomputes each block of rows with the forward's own
 // products and softmax (probBlock), so the gradients are bit-identical to
 // keeping them, for one more q·kᵀ product per block.
