@@ -34,6 +34,7 @@ func init() {
 		"InvalidActionRate": reflect.ValueOf(constant.MakeFromLiteral("\"env/invalid_action_rate\"", token.STRING, 0)),
 		"LearningRate":      reflect.ValueOf(constant.MakeFromLiteral("\"actor/lr\"", token.STRING, 0)),
 		"PassAtGroup":       reflect.ValueOf(constant.MakeFromLiteral("\"env/pass_at_group\"", token.STRING, 0)),
+		"PeakRSS":           reflect.ValueOf(constant.MakeFromLiteral("\"perf/max_rss_gb\"", token.STRING, 0)),
 		"PolicyLoss":        reflect.ValueOf(constant.MakeFromLiteral("\"actor/pg_loss\"", token.STRING, 0)),
 		"RefKL":             reflect.ValueOf(constant.MakeFromLiteral("\"actor/kl_loss\"", token.STRING, 0)),
 		"ResponseTokens":    reflect.ValueOf(constant.MakeFromLiteral("\"response/tokens_mean\"", token.STRING, 0)),

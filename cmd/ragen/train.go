@@ -239,6 +239,9 @@ func summary(h metrics.History, valGames int) {
 		}
 		fmt.Printf("%-22s %10s %10s\n", name, fs, ls)
 	}
+	if gb, ok := last.Values[metrics.PeakRSS]; ok {
+		fmt.Printf("peak memory %.1f GB\n", gb)
+	}
 	if p, ok := last.Values[metrics.ValSuccessRate]; ok && valGames > 0 {
 		fmt.Printf("validation success %.3f ± %.3f (standard error over %d games)\n", p, math.Sqrt(p*(1-p)/float64(valGames)), valGames)
 	}

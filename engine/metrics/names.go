@@ -60,4 +60,7 @@ const (
 	TimeWarmStart = "timing_s/warm_start"
 	TimeStep      = "timing_s/step"
 	TokensPerSec  = "perf/tokens_per_s"
+	// PeakRSS is the process's peak resident memory so far in GB (10⁹
+	// bytes), from getrusage; absent where the system does not report it.
+	PeakRSS = "perf/max_rss_gb"
 )

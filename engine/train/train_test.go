@@ -71,6 +71,9 @@ func TestTrainReportsEveryMetric(t *testing.T) {
 			t.Errorf("%s is NaN", name)
 		}
 	}
+	if gb, ok := last.Values[metrics.PeakRSS]; runtime.GOOS == "linux" && (!ok || gb <= 0 || gb > 1e3) {
+		t.Errorf("%s = %v (present %v), want the process's peak memory in GB", metrics.PeakRSS, gb, ok)
+	}
 	if got := last.Values[metrics.FilterKeepRatio]; got != 0.25 {
 		t.Errorf("StarPO-S keeps int(0.25 × 4) = 1 of 4 groups; keep ratio %v", got)
 	}

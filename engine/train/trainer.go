@@ -310,6 +310,9 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 
 // record appends a step's metrics to the history and reports them.
 func (t *Trainer) record(step int, m map[string]float64) metrics.Step {
+	if gb, ok := peakRSS(); ok {
+		m[metrics.PeakRSS] = gb
+	}
 	t.step = step
 	s := metrics.Step{Step: step, Values: m}
 	t.History.Steps = append(t.History.Steps, s)

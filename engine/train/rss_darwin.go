@@ -1,0 +1,13 @@
+package train
+
+import "syscall"
+
+// peakRSS returns the process's peak resident memory in GB. macOS reports
+// ru_maxrss in bytes.
+func peakRSS() (float64, bool) {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0, false
+	}
+	return float64(u.Maxrss) / 1e9, true
+}
