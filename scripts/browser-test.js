@@ -32,7 +32,9 @@ async function main() {
     await area.locator('progress').first().waitFor({ timeout: 120000 });
     const img = area.locator('img[src^="data:image/png"]').first();
     await img.waitFor({ timeout: 120000 });
-    await img.scrollIntoViewIfNeeded();
+    // Scroll to the cell, not the <img>: each chart update replaces the
+    // image element, and one replaced mid-scroll fails the action.
+    await page.locator('.code_cell').nth(2).scrollIntoViewIfNeeded();
     const live = path.join(artifacts, 'browser-live.png');
     await page.screenshot({ path: live, fullPage: true });
     console.log('live chart shown; screenshot', live);
