@@ -176,6 +176,9 @@ func (t *Trainer) Resume(dir string) error {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return fmt.Errorf("cannot resume from %s: trainer.json: %w", dir, err)
 	}
+	if st.Step >= t.cfg.Steps {
+		return fmt.Errorf("cannot resume from %s: it is at step %d and this run has %d steps, so nothing is left to train (raise steps; to evaluate the checkpoint, start from its policy with steps 0)", dir, st.Step, t.cfg.Steps)
+	}
 	load := func(name string, n network, opt optimizer) error {
 		if n == nil {
 			return nil

@@ -107,13 +107,23 @@ func checkResumeMatches(t *testing.T, c Config, whole *Trainer) {
 	c.RunDir = t.TempDir()
 	c.CheckpointEvery, c.Steps = 1, 1
 	run(t, c).Close()
+	ckpt := filepath.Join(c.RunDir, "checkpoints", "step-000001")
+	// Resuming where nothing is left to train is refused, the run untouched.
+	done, err := New(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := done.Resume(ckpt); err == nil || !strings.Contains(err.Error(), "nothing is left to train") {
+		t.Errorf("resuming a 1-step run at step 1: error %v, want one saying nothing is left to train", err)
+	}
+	done.Close()
 	c.Steps = steps
 	tr, err := New(context.Background(), c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	if err := tr.Resume(filepath.Join(c.RunDir, "checkpoints", "step-000001")); err != nil {
+	if err := tr.Resume(ckpt); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.Run(context.Background()); err != nil {
