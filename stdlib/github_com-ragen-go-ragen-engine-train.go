@@ -21,6 +21,7 @@ func init() {
 		"MonitorWarn":      reflect.ValueOf(constant.MakeFromLiteral("\"warn\"", token.STRING, 0)),
 		"New":              reflect.ValueOf(train.New),
 		"NewMonitor":       reflect.ValueOf(train.NewMonitor),
+		"PeakMemory":       reflect.ValueOf(train.PeakMemory),
 		"WarmStartDir":     reflect.ValueOf(train.WarmStartDir),
 		"WarmStartVersion": reflect.ValueOf(constant.MakeFromLiteral("4", token.INT, 0)),
 

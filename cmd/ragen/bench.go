@@ -15,13 +15,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ragen-go/ragen/engine/backend/cpu/gemm"
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/optim"
 	"github.com/ragen-go/ragen/engine/sample"
+	"github.com/ragen-go/ragen/engine/train"
 )
 
 func init() {
@@ -498,13 +498,11 @@ func median(x []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// maxRSSKB is this process's peak resident set size in KiB.
+// maxRSSKB is this process's peak resident set size in KiB (0 where the
+// system does not report it).
 func maxRSSKB() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Maxrss
+	b, _ := train.PeakMemory()
+	return b / 1024
 }
 
 func loadAvg() string {

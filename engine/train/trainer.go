@@ -310,8 +310,8 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 
 // record appends a step's metrics to the history and reports them.
 func (t *Trainer) record(step int, m map[string]float64) metrics.Step {
-	if gb, ok := peakRSS(); ok {
-		m[metrics.PeakRSS] = gb
+	if bytes, ok := PeakMemory(); ok {
+		m[metrics.PeakRSS] = float64(bytes) / 1e9
 	}
 	t.step = step
 	s := metrics.Step{Step: step, Values: m}
