@@ -22,8 +22,9 @@ func BenchmarkTrainStepSmall(b *testing.B) { benchTrainStep(b, 16, 256) }
 // attention (quadratic in T) weighs most.
 func BenchmarkTrainStepSmallLong(b *testing.B) { benchTrainStep(b, 4, 1024) }
 
-func benchTrainStep(b *testing.B, B, T int) {
-	c := Small()
+func benchTrainStep(b *testing.B, B, T int) { benchTrainStepConfig(b, Small(), B, T) }
+
+func benchTrainStepConfig(b *testing.B, c Config, B, T int) {
 	c.VocabSize, c.ValueHead = 512, true
 	m, err := New(c, 1)
 	if err != nil {
@@ -109,3 +110,6 @@ func benchDecode(b *testing.B, c Config) {
 	}
 	b.ReportMetric(float64(b.N*B*N)/time.Since(start).Seconds(), "tok/s")
 }
+
+// BenchmarkTrainStepBase is BenchmarkTrainStepSmall at the Base preset.
+func BenchmarkTrainStepBase(b *testing.B) { benchTrainStepConfig(b, Base(), 16, 256) }

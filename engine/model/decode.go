@@ -260,9 +260,9 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 					q := row[h0*hd : (h0+group)*hd]
 					k, v := row[C+g*hd:C+(g+1)*hd], row[C+KV+g*hd:C+KV+(g+1)*hd]
 					if b := pw.qkvBias; b != nil {
-						addTo(q, b[h0*hd:(h0+group)*hd])
-						addTo(k, b[C+g*hd:C+(g+1)*hd])
-						addTo(v, b[C+KV+g*hd:C+KV+(g+1)*hd])
+						cpu.AddInPlace(q, b[h0*hd:(h0+group)*hd])
+						cpu.AddInPlace(k, b[C+g*hd:C+(g+1)*hd])
+						cpu.AddInPlace(v, b[C+KV+g*hd:C+KV+(g+1)*hd])
 					}
 					for h := 0; h < group; h++ {
 						cpu.RopeHead(q[h*hd:(h+1)*hd], q[h*hd:(h+1)*hd], cs, sn)
@@ -302,12 +302,4 @@ func (d *Decoder) step(tokens []int, seqs []*cacheSeq, lens, past []int) {
 	cpu.RMSNormForward(d.lastLn, d.lastStd, d.last, m.p.norm, B, dm, eps)
 	d.logits = grow(d.logits, B*V)
 	cpu.MatmulForwardPacked(d.logits, d.lastLn, d.lmHead, nil, B, dm, V)
-}
-
-// addTo adds b to x elementwise (x[i] + b[i], as the matrix product's bias).
-func addTo(x, b []float32) {
-	b = b[:len(x)]
-	for i := range x {
-		x[i] += b[i]
-	}
 }

@@ -50,9 +50,7 @@ func probBlock(p, q, k []float32, n, first, hd, ldq, ldk, ldp int) {
 	cols := first + n
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	gemm.SgemmSerial(false, true, n, cols, hd, scale, q, ldq, k, ldk, 0, p, ldp)
-	for i := 0; i < n; i++ {
-		softmaxPrefix(p[i*ldp:i*ldp+cols], first+i+1)
-	}
+	softmaxRows(p, n, first, ldp)
 }
 
 // AttendHead computes one head of causal attention for n query rows at
@@ -108,33 +106,13 @@ func AttendLast(out, scores, q, k, v []float32, group, W, hd, ld int) {
 	e := scores[:W]
 	for h := 0; h < group; h++ {
 		gemm.Dots(e, q[h*hd:(h+1)*hd], k, hd, ld)
-		m := maxOf(e)
-		for j, x := range e {
-			e[j] = (x - m) * scale
-		}
+		subMul(e, maxOf(e), scale)
 		expInPlace(e)
 		sum := sumOf(e)
 		o := out[h*hd : (h+1)*hd]
 		gemm.Combine(o, e, v, W, ld)
-		inv := 1 / sum
-		for c := range o {
-			o[c] *= inv
-		}
+		scaleBy(o, 1/sum)
 	}
-}
-
-// maxOf returns the largest of x (len(x) ≥ 1; NaNs as max does), over four
-// interleaved running maxima: one chain would wait on each comparison.
-func maxOf(x []float32) float32 {
-	m0, m1, m2, m3 := x[0], x[0], x[0], x[0]
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		m0, m1, m2, m3 = max(m0, x[i]), max(m1, x[i+1]), max(m2, x[i+2]), max(m3, x[i+3])
-	}
-	for ; i < len(x); i++ {
-		m0 = max(m0, x[i])
-	}
-	return max(max(m0, m1), max(m2, m3))
 }
 
 // sumOf returns Σ x as four interleaved partial sums added at the end (in
@@ -152,26 +130,69 @@ func sumOf(x []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// softmaxPrefix replaces row[:valid] by its softmax and zeroes the rest.
-func softmaxPrefix(row []float32, valid int) {
-	x := row[:valid]
-	m := x[0]
-	for _, v := range x[1:] {
-		m = max(m, v)
+// softmaxRows replaces each of the n rows of p (leading dimension ldp,
+// cols = first+n columns) by its softmax over its first first+i+1 entries
+// (row i), and zeroes the rest of the row:
+//
+//	p_j = e_j / Σ e,   e_j = exp(x_j − max x)
+//
+// The maximum, the subtraction, the exponentials and the division by the
+// sum (a multiplication by its reciprocal) run on whole rows in vector
+// loops. Each sum runs in order of j, a chain of dependent additions;
+// four rows' chains are interleaved so that they overlap. The floats are
+// those of the plain row-by-row loop (softmaxRowPlain in the tests).
+func softmaxRows(p []float32, n, first, ldp int) {
+	cols := first + n
+	for i := 0; i < n; i++ {
+		row := p[i*ldp : i*ldp+cols]
+		x := row[:first+i+1]
+		subScalar(x, maxOf(x))
+		expInPlace(x)
+		clear(row[len(x):])
 	}
-	for j := range x {
-		x[j] -= m
+	for i := 0; i < n; i += 4 {
+		g := min(4, n-i)
+		var rows [4][]float32
+		for r := range g {
+			rows[r] = p[(i+r)*ldp : (i+r)*ldp+first+i+r+1]
+		}
+		sums := sumRows(rows[:g])
+		for r := range g {
+			scaleBy(rows[r], 1/sums[r])
+		}
 	}
-	expInPlace(x)
-	var s float32
-	for _, e := range x {
-		s += e
+}
+
+// sumRows returns Σ_j rows[r][j] for up to four rows whose lengths grow by
+// one from each row to the next, each summed in order of j from 0. The
+// chains run side by side over the first row's length, then each row adds
+// the entries past it.
+func sumRows(rows [][]float32) [4]float32 {
+	var s [4]float32
+	n := len(rows[0])
+	if len(rows) == 4 {
+		r0, r1, r2, r3 := rows[0][:n], rows[1][:n], rows[2][:n], rows[3][:n]
+		var s0, s1, s2, s3 float32
+		for j := range r0 {
+			s0 += r0[j]
+			s1 += r1[j]
+			s2 += r2[j]
+			s3 += r3[j]
+		}
+		s = [4]float32{s0, s1, s2, s3}
+	} else {
+		for r, row := range rows {
+			for _, v := range row[:n] {
+				s[r] += v
+			}
+		}
 	}
-	inv := 1 / s
-	for j := range x {
-		x[j] *= inv
+	for r, row := range rows {
+		for _, v := range row[n:] {
+			s[r] += v
+		}
 	}
-	clear(row[valid:])
+	return s
 }
 
 // AttentionForward runs AttendHead for every (sequence, head) pair in

@@ -2,7 +2,7 @@ package cpu
 
 import "math"
 
-//go:generate go run ./internal/expgen -out exp_amd64.s -stubs exp_amd64_stub.go -pkg cpu
+//go:generate go run ./internal/asmgen -out asm_amd64.s -stubs asm_amd64_stub.go -pkg cpu
 
 // expBlock is the length of the stack buffers the kernels fill before
 // calling expInPlace, so exponentials run in tight loops without allocation.
@@ -23,7 +23,7 @@ const expBlock = 256
 // scalar loop's speed; a block holding a value outside the range, and the
 // tail, take the scalar loop below.
 func expInPlace(x []float32) {
-	for useExpAsm && len(x) >= 8 {
+	for useAsm && len(x) >= 8 {
 		done := expVector(x)
 		if done == len(x)/8*8 {
 			x = x[done:]

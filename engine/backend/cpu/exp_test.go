@@ -9,10 +9,10 @@ import (
 // path and of the scalar one, with the special values both alone and inside
 // blocks of 8 (which the vector kernel hands to the scalar code).
 func TestExpInPlace(t *testing.T) {
-	saved := useExpAsm
-	defer func() { useExpAsm = saved }()
+	saved := useAsm
+	defer func() { useAsm = saved }()
 	for _, asm := range []bool{saved, false} {
-		useExpAsm = asm
+		useAsm = asm
 		checkExp(t)
 	}
 }

@@ -32,10 +32,7 @@ func addBias(out, bias []float32, N, OC int) {
 	}
 	parallel.For(N, grain(OC), func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
-			row := out[n*OC : n*OC+OC]
-			for o, b := range bias[:OC] {
-				row[o] += b
-			}
+			AddInPlace(out[n*OC:n*OC+OC], bias)
 		}
 	})
 }
@@ -59,9 +56,7 @@ func ColumnSum(sum, x []float32, N, C int) {
 	parallel.For(C, max(64, grain(N)), func(_, lo, hi int) {
 		dst := sum[lo:hi]
 		for n := 0; n < N; n++ {
-			for i, v := range x[n*C+lo : n*C+hi] {
-				dst[i] += v
-			}
+			AddInPlace(dst, x[n*C+lo:n*C+hi])
 		}
 	})
 }
@@ -69,9 +64,6 @@ func ColumnSum(sum, x []float32, N, C int) {
 // ResidualForward is out = a + b elementwise over n floats (out may alias a).
 func ResidualForward(out, a, b []float32, n int) {
 	parallel.For(n, 1<<15, func(_, lo, hi int) {
-		o, x, y := out[lo:hi], a[lo:hi], b[lo:hi]
-		for i := range o {
-			o[i] = x[i] + y[i]
-		}
+		addVectors(out[lo:hi], a[lo:hi], b[lo:hi])
 	})
 }

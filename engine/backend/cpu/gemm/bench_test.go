@@ -65,3 +65,17 @@ func BenchmarkKernel(b *testing.B) {
 	}
 	b.ReportMetric(2*mr*nr*kcMax*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+// BenchmarkKernelWide is the AVX-512 kernel of a tile two panels wide alone
+// on L1-resident panels (kc = kcMax).
+func BenchmarkKernelWide(b *testing.B) {
+	if !useAsm || !useWide {
+		b.Skip("no AVX-512 on this machine")
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	a, bp, c := randMatrix(r, mr*kcMax), randMatrix(r, 2*nr*kcMax), make([]float32, 2*mr*nr)
+	for b.Loop() {
+		kernelWide(kcMax, a, bp, c, 2*nr, 1, 1)
+	}
+	b.ReportMetric(4*mr*nr*kcMax*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

@@ -66,6 +66,9 @@ const (
 	// over a big vocabulary) is packed per chunk, so no workspace kept on
 	// the free list grows past a few MiB.
 	prepackMax = 1 << 22
+	// prepackChunk is about the floats each chunk of a parallel prepackB
+	// copies (1 MiB).
+	prepackChunk = 1 << 18
 
 	// streamRows is the most rows of a row block for which the in-place
 	// kernel prefetches the next B panel (the Pf kernels): measured on a
@@ -94,15 +97,25 @@ type problem struct {
 	bPacked []float32
 }
 
-// prepackB packs all of op(B) into ws.b and points g.bPacked at it.
+// prepackB packs all of op(B) into ws.b and points g.bPacked at it. A
+// large B is packed on the pool, by ranges of panels (the other core
+// would otherwise wait through it: 5% of a 1024×1024×1024 product).
 func (g *problem) prepackB(ws *workspace) {
 	npad := roundUp(g.n, nr)
 	ws.b = grow(ws.b, npad*g.k)
 	kb := kBlock(g.k)
-	for pc := 0; pc < g.k; pc += kb {
-		kc := min(kb, g.k-pc)
-		packB(ws.b[pc*npad:], g, pc, kc, 0, g.n)
+	panels := npad / nr
+	grain := panels
+	if npad*g.k >= 2*prepackChunk {
+		grain = max(1, prepackChunk/(nr*g.k))
 	}
+	parallel.For(panels, grain, func(_, lo, hi int) {
+		j0, j1 := lo*nr, min(hi*nr, g.n)
+		for pc := 0; pc < g.k; pc += kb {
+			kc := min(kb, g.k-pc)
+			packB(ws.b[pc*npad+j0*kc:], g, pc, kc, j0, j1-j0)
+		}
+	})
 	g.bPacked = ws.b
 }
 
@@ -346,43 +359,63 @@ func crowdedRows(lda int) bool {
 // macro runs the micro-kernel over the mc×nc block of C at (i0, j0) from
 // the packed panels (k block at pc of length kc). B micro-panels are the
 // outer loop so each (kc×nr, 16 KiB) stays in L1 while the A block streams
-// from L2. Tiles that stick out of C are computed into a scratch tile and
-// the part inside is merged back. With rows, A is read in place (ap unused),
-// a last tile of fewer than mr rows by a kernel of that many rows.
+// from L2. With useWide, two full panels at a time go to the kernels of
+// tiles 2·nr wide (the pair, 32 KiB at kc = 256, still fits an L1 of
+// 48 KiB), which give each element the bits of the nr-wide kernels.
 func (g *problem) macro(ws *workspace, ap, bp []float32, i0, mc, j0, nc, pc, kc int, beta float32, rows bool) {
 	// With at most streamRows rows each B panel serves a few tiles only,
 	// right after it arrives from memory: the kernel prefetches the next.
 	stream := mc <= streamRows
-	for jr := 0; jr < nc; jr += nr {
-		bpan := bp[jr*kc : jr*kc+nr*kc]
-		w := min(nr, nc-jr)
+	for jr := 0; jr < nc; {
+		span := nr
+		if useAsm && useWide && jr+2*nr <= nc {
+			span = 2 * nr
+		}
 		for ir := 0; ir < mc; ir += mr {
-			h := min(mr, mc-ir)
-			off := (i0+ir)*g.ldc + j0 + jr
-			// run computes the tile into c (ldc, beta).
-			run := func(c []float32, ldc int, beta float32) {
-				if rows {
-					kernelRows(h, kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan, c, ldc, g.alpha, beta, stream)
-					return
-				}
-				kernel(kc, ap[ir*kc:ir*kc+mr*kc], bpan, c, ldc, g.alpha, beta)
-			}
-			if h == mr && w == nr {
-				run(g.c[off:], g.ldc, beta)
-				continue
-			}
-			run(ws.edge[:], nr, 0)
-			for i := 0; i < h; i++ {
-				dst := g.c[off+i*g.ldc : off+i*g.ldc+w]
-				src := ws.edge[i*nr : i*nr+w]
-				if beta == 0 {
-					copy(dst, src)
-					continue
-				}
-				for j := range dst {
-					dst[j] = src[j] + beta*dst[j]
-				}
-			}
+			g.microTile(ws, ap, bp, i0, ir, min(mr, mc-ir), j0, jr, min(span, nc-jr), span, pc, kc, beta, rows, stream)
+		}
+		jr += span
+	}
+}
+
+// microTile computes the tile of h ≤ mr rows at row ir and w ≤ span
+// columns at column jr of the block at (i0, j0) with the kernel span
+// columns wide (nr, or 2·nr with useWide). With rows, A is read in place
+// (ap unused), h rows by a kernel of that many rows. A tile that is not
+// whole is computed into the workspace's scratch tile and the part inside
+// merged back, as alpha·acc + beta·C rounded twice (the kernels' own
+// merge is one FMA): the same bits whichever width computed it.
+func (g *problem) microTile(ws *workspace, ap, bp []float32, i0, ir, h, j0, jr, w, span, pc, kc int, beta float32, rows, stream bool) {
+	bpan := bp[jr*kc : jr*kc+span*kc]
+	// run computes the tile into c (ldc, beta).
+	run := func(c []float32, ldc int, beta float32) {
+		switch {
+		case rows && span > nr:
+			kernelRowsWide(h, kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan, c, ldc, g.alpha, beta, stream)
+		case rows:
+			kernelRows(h, kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan, c, ldc, g.alpha, beta, stream)
+		case span > nr:
+			kernelWide(kc, ap[ir*kc:ir*kc+mr*kc], bpan, c, ldc, g.alpha, beta)
+		default:
+			kernel(kc, ap[ir*kc:ir*kc+mr*kc], bpan, c, ldc, g.alpha, beta)
+		}
+	}
+	off := (i0+ir)*g.ldc + j0 + jr
+	if h == mr && w == span {
+		run(g.c[off:], g.ldc, beta)
+		return
+	}
+	edge := ws.edge[:mr*span]
+	run(edge, span, 0)
+	for i := 0; i < h; i++ {
+		dst := g.c[off+i*g.ldc : off+i*g.ldc+w]
+		src := edge[i*span : i*span+w]
+		if beta == 0 {
+			copy(dst, src)
+			continue
+		}
+		for j := range dst {
+			dst[j] = src[j] + beta*dst[j]
 		}
 	}
 }
@@ -393,7 +426,7 @@ func (g *problem) macro(ws *workspace, ap, bp []float32, i0, mc, j0, nc, pc, kc 
 // every collection.
 type workspace struct {
 	a, b []float32
-	edge [mr * nr]float32
+	edge [mr * 2 * nr]float32 // one tile, nr or 2·nr wide
 }
 
 // workspaces is the free list; its capacity bounds what stays allocated

@@ -6,6 +6,11 @@ import "golang.org/x/sys/cpu"
 // portable one.
 var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// useWide selects, with useAsm, the AVX-512 kernels of tiles two panels
+// wide (kernelWide, kernelRowsWide), which give the bits of the AVX2 ones;
+// tests switch it off to compare the two.
+var useWide = cpu.X86.HasAVX512F
+
 // kernel computes one mr×nr tile: C = alpha·(packed a)·(packed b) + beta·C.
 // c starts at the tile's top-left element; the caller guarantees the tile
 // lies inside c (mr rows of ldc, the last one at least nr long).
@@ -35,6 +40,27 @@ func kernelRows(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha,
 	k(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 }
 
+// kernelWide is kernel for a tile of mr×2nr: b holds two adjacent packed
+// panels (2·nr·kc floats), c receives 2·nr columns. It needs useWide.
+func kernelWide(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
+	_ = a[mr*kc-1] // the assembly does no bounds checks
+	_ = b[2*nr*kc-1]
+	_ = c[(mr-1)*ldc+2*nr-1]
+	kernelAVX512(kc, &a[0], &b[0], &c[0], ldc, alpha, beta)
+}
+
+// kernelRowsWide is kernelRows for a tile of h×2nr (see kernelWide).
+func kernelRowsWide(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32, stream bool) {
+	_ = a[(h-1)*lda+kc-1] // the assembly does no bounds checks
+	_ = b[2*nr*kc-1]
+	_ = c[(h-1)*ldc+2*nr-1]
+	k := wideRowKernels[h]
+	if stream {
+		k = wideStreamKernels[h]
+	}
+	k(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+}
+
 type rowKernel func(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
 
 // rowKernels[h] and streamKernels[h] are the in-place kernels for h rows,
@@ -45,6 +71,12 @@ var (
 	}
 	streamKernels = [mr + 1]rowKernel{
 		1: kernelAVX2Rows1Pf, 2: kernelAVX2Rows2Pf, 3: kernelAVX2Rows3Pf, 4: kernelAVX2Rows4Pf, 5: kernelAVX2Rows5Pf, 6: kernelAVX2RowsPf,
+	}
+	wideRowKernels = [mr + 1]rowKernel{
+		1: kernelAVX512Rows1, 2: kernelAVX512Rows2, 3: kernelAVX512Rows3, 4: kernelAVX512Rows4, 5: kernelAVX512Rows5, 6: kernelAVX512Rows,
+	}
+	wideStreamKernels = [mr + 1]rowKernel{
+		1: kernelAVX512Rows1Pf, 2: kernelAVX512Rows2Pf, 3: kernelAVX512Rows3Pf, 4: kernelAVX512Rows4Pf, 5: kernelAVX512Rows5Pf, 6: kernelAVX512RowsPf,
 	}
 )
 
@@ -61,6 +93,20 @@ func packTrans(pan, b []float32, off, ldb, kc int) int {
 	_ = pan[nr*kc8-1]
 	packTrans8(&pan[0], &b[off], ldb, kc8)
 	packTrans8(&pan[8], &b[off+8*ldb], ldb, kc8)
+	return kc8
+}
+
+// packRowsAsm packs the k steps [0, kc8) of a full mr-row panel of an A
+// that is not transposed (row i at a[off+i·lda:]), kc8 being kc rounded
+// down to a multiple of 8, and returns kc8; the caller packs the rest.
+func packRowsAsm(pan, a []float32, off, lda, kc int) int {
+	kc8 := kc / 8 * 8
+	if !useAsm || kc8 == 0 {
+		return 0
+	}
+	_ = a[off+(mr-1)*lda+kc8-1] // the assembly does no bounds checks
+	_ = pan[mr*kc8-1]
+	packRows6(&pan[0], &a[off], lda, kc8)
 	return kc8
 }
 

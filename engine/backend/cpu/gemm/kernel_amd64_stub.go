@@ -34,34 +34,94 @@ func kernelAVX2Rows2(kc int, a *float32, lda int, b *float32, c *float32, ldc in
 // Requires AVX2 and FMA.
 func kernelAVX2Rows1(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// kernelAVX2RowsPf is kernelAVX2Rows that also prefetches the next B panel (kc·16 floats on).
+// kernelAVX2RowsPf is kernelAVX2Rows that also prefetches the next B panels (kc·16 floats on).
 // Requires AVX2 and FMA.
 func kernelAVX2RowsPf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// kernelAVX2Rows5Pf is kernelAVX2Rows5 that also prefetches the next B panel (kc·16 floats on).
+// kernelAVX2Rows5Pf is kernelAVX2Rows5 that also prefetches the next B panels (kc·16 floats on).
 // Requires AVX2 and FMA.
 func kernelAVX2Rows5Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// kernelAVX2Rows4Pf is kernelAVX2Rows4 that also prefetches the next B panel (kc·16 floats on).
+// kernelAVX2Rows4Pf is kernelAVX2Rows4 that also prefetches the next B panels (kc·16 floats on).
 // Requires AVX2 and FMA.
 func kernelAVX2Rows4Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// kernelAVX2Rows3Pf is kernelAVX2Rows3 that also prefetches the next B panel (kc·16 floats on).
+// kernelAVX2Rows3Pf is kernelAVX2Rows3 that also prefetches the next B panels (kc·16 floats on).
 // Requires AVX2 and FMA.
 func kernelAVX2Rows3Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// kernelAVX2Rows2Pf is kernelAVX2Rows2 that also prefetches the next B panel (kc·16 floats on).
+// kernelAVX2Rows2Pf is kernelAVX2Rows2 that also prefetches the next B panels (kc·16 floats on).
 // Requires AVX2 and FMA.
 func kernelAVX2Rows2Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// kernelAVX2Rows1Pf is kernelAVX2Rows1 that also prefetches the next B panel (kc·16 floats on).
+// kernelAVX2Rows1Pf is kernelAVX2Rows1 that also prefetches the next B panels (kc·16 floats on).
 // Requires AVX2 and FMA.
 func kernelAVX2Rows1Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512 computes the 6×32 tile C = alpha·(packed A panel)·(two adjacent packed B
+// panels) + beta·C over kc steps, each element with the FMAs of kernelAVX2, in the same
+// order; C is read only when beta != 0. ldc is in elements.
+// Requires AVX-512F.
+func kernelAVX512(kc int, a *float32, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows is kernelAVX512 with A read in place: row i of the tile's A at a + i·lda
+// (lda in elements), k step p at offset p.
+// Requires AVX-512F.
+func kernelAVX512Rows(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows5 is kernelAVX512Rows for a tile of 5 rows (5 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Rows5(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows4 is kernelAVX512Rows for a tile of 4 rows (4 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Rows4(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows3 is kernelAVX512Rows for a tile of 3 rows (3 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Rows3(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows2 is kernelAVX512Rows for a tile of 2 rows (2 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Rows2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows1 is kernelAVX512Rows for a tile of 1 rows (1 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Rows1(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512RowsPf is kernelAVX512Rows that also prefetches the next B panels (kc·32 floats on).
+// Requires AVX-512F.
+func kernelAVX512RowsPf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows5Pf is kernelAVX512Rows5 that also prefetches the next B panels (kc·32 floats on).
+// Requires AVX-512F.
+func kernelAVX512Rows5Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows4Pf is kernelAVX512Rows4 that also prefetches the next B panels (kc·32 floats on).
+// Requires AVX-512F.
+func kernelAVX512Rows4Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows3Pf is kernelAVX512Rows3 that also prefetches the next B panels (kc·32 floats on).
+// Requires AVX-512F.
+func kernelAVX512Rows3Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows2Pf is kernelAVX512Rows2 that also prefetches the next B panels (kc·32 floats on).
+// Requires AVX-512F.
+func kernelAVX512Rows2Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows1Pf is kernelAVX512Rows1 that also prefetches the next B panels (kc·32 floats on).
+// Requires AVX-512F.
+func kernelAVX512Rows1Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
 // packTrans8 sets dst[16p + r] = src[r·ld + p] for r < 8 and p < kc8, a multiple of 8
 // (ld in elements): 8 rows of a transposed B into 8 lanes of a packed 16-wide panel.
 // Requires AVX.
 func packTrans8(dst *float32, src *float32, ld int, kc8 int)
+
+// packRows6 sets dst[6p + r] = src[r·ld + p] for r < 6 and p < kc8, a multiple of 8
+// (ld in elements): the 6 rows of a panel of A into a packed 6-wide panel.
+// Requires AVX.
+func packRows6(dst *float32, src *float32, ld int, kc8 int)
 
 // packRow copies src[16q : 16q+16] to dst[q·stride : q·stride+16] for q < panels
 // (stride in elements): one row of B into its place in each packed panel.

@@ -5,6 +5,19 @@ package gemm
 // useAsm is false: there is no assembly kernel for this architecture.
 var useAsm = false
 
+// useWide is false: there are no wide kernels here.
+var useWide = false
+
+// kernelWide is only called when useWide is set, which it never is here.
+func kernelWide(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
+	panic("gemm: kernelWide without an assembly kernel")
+}
+
+// kernelRowsWide is only called when useWide is set, which it never is here.
+func kernelRowsWide(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32, stream bool) {
+	panic("gemm: kernelRowsWide without an assembly kernel")
+}
+
 // kernel computes one mr×nr tile: C = alpha·(packed a)·(packed b) + beta·C.
 func kernel(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 	kernelGo(kc, a, b, c, ldc, alpha, beta)
@@ -17,6 +30,9 @@ func kernelRows(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha,
 
 // packTrans packs nothing here: the caller's scalar loop does it all.
 func packTrans(pan, b []float32, off, ldb, kc int) int { return 0 }
+
+// packRowsAsm packs nothing here: the caller's scalar loop does it all.
+func packRowsAsm(pan, a []float32, off, lda, kc int) int { return 0 }
 
 // packRowAsm does nothing here: the caller's Go loop does the copy.
 func packRowAsm(dst, row []float32, panels, stride int) bool { return false }

@@ -46,10 +46,16 @@ func (w *workspace) packA(g *problem, i0, mc, p0, kc int) []float32 {
 			}
 			continue
 		}
-		// op(A)[i][p] = a[i·lda + p]: one stored row per packed lane.
-		for r := 0; r < h; r++ {
-			src := a[(row0+r)*lda+p0 : (row0+r)*lda+p0+kc]
-			d := pan[r:]
+		// op(A)[i][p] = a[i·lda + p]: one stored row per packed lane, the
+		// leading multiple of 8 k steps of a full panel by 8×8 transposes
+		// where available.
+		done := 0
+		if h == mr {
+			done = packRowsAsm(pan, a, row0*lda+p0, lda, kc)
+		}
+		for r := 0; r < h && done < kc; r++ {
+			src := a[(row0+r)*lda+p0+done : (row0+r)*lda+p0+kc]
+			d := pan[done*mr+r:]
 			for p, v := range src {
 				d[p*mr] = v
 			}

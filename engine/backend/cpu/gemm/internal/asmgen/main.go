@@ -1,13 +1,14 @@
 // Command asmgen writes the assembly of package gemm (kernel_amd64.s and its
-// Go declarations kernel_amd64_stub.go) with avo: the AVX2+FMA micro-kernels
-// described below, three packing helpers (packTrans8, packRow, packCols6)
-// and the dot product kernels for A·Bᵀ with very few rows (dot4) and for
-// one row against eight (dot8, see Dots), and the weighted sums of rows of
-// one row times a matrix (comb64, comb32, see Combine). Run it
-// through `go generate` in engine/backend/cpu/gemm.
+// Go declarations kernel_amd64_stub.go) with avo: the AVX2+FMA and AVX-512
+// micro-kernels described below, three packing helpers (packTrans8,
+// packRow, packCols6) and the dot product kernels for A·Bᵀ with very few
+// rows (dot4) and for one row against eight (dot8, see Dots), and the
+// weighted sums of rows of one row times a matrix (comb64, comb32, see
+// Combine). Run it through `go generate` in engine/backend/cpu/gemm.
 //
-// A kernel computes one MR×NR = 6×16 tile of C from kc steps of A and of a
-// packed B panel (kc steps of 16 floats: row p of the 16 columns):
+// A kernel computes one MR×NR = 6×16 tile of C (kernelAVX2…) or one 6×32
+// tile (kernelAVX512…: two adjacent panels) from kc steps of A and of
+// packed B panels (kc steps of 16 floats: row p of the 16 columns):
 //
 //	acc[i][j] = Σ_p A[i][p]·b[16p+j]           (p = 0 … kc-1, in order)
 //	C[i][j]   = alpha·acc[i][j] + beta·C[i][j]  (C not read when beta == 0)
@@ -19,14 +20,9 @@
 // at the bottom of such an A (a decoding step's 16 rows end in a tile of 4:
 // packing it, and computing 6 rows for 4, took a quarter of the product).
 // The Pf variants of the in-place kernels also prefetch the next B panel,
-// for products of so few rows that B streams from memory once. All do the
-// same FMAs in the same order for each row, so they give identical bits.
-//
-// Register plan (16 YMM on AVX2): Y0–Y11 hold the 6×16 accumulators (two
-// 8-lane registers per row), Y12–Y13 the current B row, Y14–Y15 the
-// broadcast A values, alternating so that consecutive broadcasts do not
-// wait on each other. 12 independent FMA chains cover Zen 3's FMA latency
-// (4 cycles) on its 2 FMA pipes (8 in flight needed).
+// for products of so few rows that B streams from memory once. All, of
+// either width, do the same FMAs in the same order for each element, so
+// they give identical bits (see tile for the register plans).
 package main
 
 import (
@@ -52,40 +48,102 @@ func main() {
 		"over kc steps; C is read only when beta != 0. ldc is in elements.",
 		"Requires AVX2 and FMA.",
 	)
+	packedKernel(avx2)
+	rowKernels(avx2)
+
+	TEXT("kernelAVX512", NOSPLIT, "func(kc int, a, b, c *float32, ldc int, alpha, beta float32)")
+	Doc(
+		"kernelAVX512 computes the 6×32 tile C = alpha·(packed A panel)·(two adjacent packed B",
+		"panels) + beta·C over kc steps, each element with the FMAs of kernelAVX2, in the same",
+		"order; C is read only when beta != 0. ldc is in elements.",
+		"Requires AVX-512F.",
+	)
+	packedKernel(avx512)
+	rowKernels(avx512)
+
+	transposePack()
+	rowPack()
+	colPack()
+	dotKernel()
+	dot8Kernel()
+	combineKernels()
+
+	Generate()
+}
+
+// tile is a micro-kernel's register plan. Each of the tile's rows has two
+// vector accumulators; a k step loads the two matching vectors of B and
+// broadcasts one value of A per row into one of two registers, alternating
+// so that consecutive broadcasts do not wait on each other.
+//
+// avx2 is the 6×16 tile of one packed B panel: a row's two YMM registers
+// are its columns 0–7 and 8–15. avx512 is the 6×32 tile of two adjacent
+// panels (the second kc·16 floats after the first): a row's two ZMM
+// registers are the 16 columns of each panel. Either way each element of C
+// is one chain of FMAs over k in order, then the same multiply by alpha and
+// FMA with beta·C, so the two give the same bits. Both fit the 16 vector
+// registers that VZEROUPPER cleans: 12 accumulators, 2 B vectors, 2
+// broadcasts; at 12 chains per 8 loads the 512-bit one keeps both of an
+// Intel core's 512-bit FMA pipes busy (4-cycle latency: 8 in flight).
+type tile struct {
+	name     string        // kernel name prefix: kernelAVX2, kernelAVX512
+	acc      []VecPhysical // 2 per row, mr rows
+	b, bc    [2]VecPhysical
+	vecBytes int // bytes per vector register
+	panels   int // B panels per tile (1: both vectors from one panel)
+	isa      string
+}
+
+var (
+	avx2 = tile{name: "kernelAVX2", acc: []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11},
+		b: [2]VecPhysical{Y12, Y13}, bc: [2]VecPhysical{Y14, Y15}, vecBytes: 32, panels: 1, isa: "AVX2 and FMA"}
+	avx512 = tile{name: "kernelAVX512", acc: []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11},
+		b: [2]VecPhysical{Z12, Z13}, bc: [2]VecPhysical{Z14, Z15}, vecBytes: 64, panels: 2, isa: "AVX-512F"}
+)
+
+// width is the tile's number of columns.
+func (t tile) width() int { return t.panels * nr }
+
+// packedKernel emits the body of the kernel reading A from a packed panel
+// (kc steps of 6 floats: column p of the 6 rows).
+func packedKernel(t tile) {
 	pa := Load(Param("a"), RSI)
-	kernelBody(mr, false, func(s, i int) Mem {
+	kernelBody(t, mr, false, func(s, i int) Mem {
 		return Mem{Base: pa, Disp: 4 * (mr*s + i)}
 	}, func(steps int) {
 		ADDQ(U32(4*mr*steps), pa)
 	})
+}
 
-	// kernelAVX2Rows and, for the last rows of a product whose row count is
-	// not a multiple of 6, kernelAVX2Rows1 … kernelAVX2Rows5; then the same
-	// with the next B panel prefetched (suffix Pf).
+// rowKernels emits t's kernels reading A in place, for 6 rows (suffix
+// Rows) and, for the last rows of a product whose row count is not a
+// multiple of 6, 1–5 rows (Rows1 … Rows5); then the same with the next B
+// panel prefetched (suffix Pf).
+func rowKernels(t tile) {
 	for _, pf := range []bool{false, true} {
 		for h := mr; h >= 1; h-- {
-			name := "kernelAVX2Rows"
+			name := t.name + "Rows"
 			doc := []string{
-				"kernelAVX2Rows is kernelAVX2 with A read in place: row i of the tile's A at a + i·lda",
+				fmt.Sprintf("%s is %s with A read in place: row i of the tile's A at a + i·lda", name, t.name),
 				"(lda in elements), k step p at offset p.",
 			}
 			if h < mr {
-				name = fmt.Sprintf("kernelAVX2Rows%d", h)
-				doc = []string{fmt.Sprintf("%s is kernelAVX2Rows for a tile of %d rows (%d rows of A and of C).", name, h, h)}
+				name = fmt.Sprintf("%sRows%d", t.name, h)
+				doc = []string{fmt.Sprintf("%s is %sRows for a tile of %d rows (%d rows of A and of C).", name, t.name, h, h)}
 			}
 			if pf {
-				doc = []string{fmt.Sprintf("%sPf is %s that also prefetches the next B panel (kc·16 floats on).", name, name)}
+				doc = []string{fmt.Sprintf("%sPf is %s that also prefetches the next B panels (kc·%d floats on).", name, name, t.width())}
 				name += "Pf"
 			}
 			TEXT(name, NOSPLIT, "func(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)")
-			Doc(append(doc, "Requires AVX2 and FMA.")...)
+			Doc(append(doc, "Requires "+t.isa+".")...)
 			row0 := Load(Param("a"), RSI)
 			lda := Load(Param("lda"), R10)
 			SHLQ(U8(2), lda) // bytes per row of A
 			row3 := R9
 			LEAQ(Mem{Base: row0, Index: lda, Scale: 2}, row3)
 			ADDQ(lda, row3) // row3 = row0 + 3·lda
-			kernelBody(h, pf, func(s, i int) Mem {
+			kernelBody(t, h, pf, func(s, i int) Mem {
 				base := []Register{row0, row3}[i/3]
 				m := Mem{Base: base, Disp: 4 * s}
 				if i%3 > 0 {
@@ -98,21 +156,16 @@ func main() {
 			})
 		}
 	}
-
-	transposePack()
-	rowPack()
-	colPack()
-	dotKernel()
-	dot8Kernel()
-	combineKernels()
-
-	Generate()
 }
 
 // transposePack emits packTrans8, the packing of 8 stored rows of B (B
 // transposed: op(B)[p][j] = b[j·ldb + p]) into 8 lanes of a packed panel,
 // 8 k steps at a time through an 8×8 register transpose. The scalar loop it
-// replaces writes one float per cache line of the panel.
+// replaces writes one float per cache line of the panel. It also emits
+// packRows6, the same for the 6 stored rows of a panel of A that is not
+// transposed, packed when its rows are read in place too badly (see
+// crowdedRows): the scalar loop there took 17% of a 1024×1024×1024
+// product.
 func transposePack() {
 	TEXT("packTrans8", NOSPLIT, "func(dst, src *float32, ld, kc8 int)")
 	Doc(
@@ -120,6 +173,37 @@ func transposePack() {
 		"(ld in elements): 8 rows of a transposed B into 8 lanes of a packed 16-wide panel.",
 		"Requires AVX.",
 	)
+	transpose8(8, func(dst Register, t []VecPhysical) {
+		for e := 0; e < 8; e++ {
+			VMOVUPS(t[e], Mem{Base: dst, Disp: 64 * e})
+		}
+	}, 8*64)
+
+	TEXT("packRows6", NOSPLIT, "func(dst, src *float32, ld, kc8 int)")
+	Doc(
+		"packRows6 sets dst[6p + r] = src[r·ld + p] for r < 6 and p < kc8, a multiple of 8",
+		"(ld in elements): the 6 rows of a panel of A into a packed 6-wide panel.",
+		"Requires AVX.",
+	)
+	transpose8(mr, func(dst Register, t []VecPhysical) {
+		// k step e's 6 values are the first 6 lanes of t[e]: each store of
+		// 8 lanes is overlapped by the next one, 6 lanes on; the last
+		// stores 4 + 2 lanes, so nothing is written past the 8 steps.
+		for e := 0; e < 7; e++ {
+			VMOVUPS(t[e], Mem{Base: dst, Disp: 4 * mr * e})
+		}
+		VMOVUPS(t[7].AsX(), Mem{Base: dst, Disp: 4 * mr * 7})
+		VEXTRACTF128(U8(1), t[7], t[0].AsX())
+		VMOVQ(t[0].AsX(), Mem{Base: dst, Disp: 4*mr*7 + 16})
+	}, 8*4*mr)
+}
+
+// transpose8 emits the body of a packing of rows stored rows (ld floats
+// apart) 8 k steps at a time: 8 floats of each row are loaded (with fewer
+// than 8 rows, the last is loaded again for the missing ones), transposed
+// in registers so that t[e] holds k step e of every row in lane order, and
+// stored by store, which advances nothing; dst then moves step bytes on.
+func transpose8(rows int, store func(dst Register, t []VecPhysical), step int) {
 	dst := Load(Param("dst"), RDI)
 	row0 := Load(Param("src"), RSI)
 	ld := Load(Param("ld"), R10)
@@ -128,8 +212,10 @@ func transposePack() {
 	row3, row6 := R9, R11
 	LEAQ(Mem{Base: row0, Index: ld, Scale: 2}, row3)
 	ADDQ(ld, row3) // row0 + 3·ld
-	LEAQ(Mem{Base: row3, Index: ld, Scale: 2}, row6)
-	ADDQ(ld, row6) // row0 + 6·ld
+	if rows > 6 {
+		LEAQ(Mem{Base: row3, Index: ld, Scale: 2}, row6)
+		ADDQ(ld, row6) // row0 + 6·ld
+	}
 	rowAt := []Mem{
 		{Base: row0}, {Base: row0, Index: ld, Scale: 1}, {Base: row0, Index: ld, Scale: 2},
 		{Base: row3}, {Base: row3, Index: ld, Scale: 1}, {Base: row3, Index: ld, Scale: 2},
@@ -141,14 +227,15 @@ func transposePack() {
 	Label("block")
 	CMPQ(kc, U8(8))
 	JL(LabelRef("done"))
-	for i := range r {
+	for i := 0; i < rows; i++ {
 		VMOVUPS(rowAt[i], r[i])
 	}
+	in := func(i int) VecPhysical { return r[min(i, rows-1)] } // a missing row repeats the last
 	// Interleave row pairs: t[2i] = (r[2i][0] r[2i+1][0] r[2i][1] r[2i+1][1] | same for 4,5),
 	// t[2i+1] the same for elements 2,3 | 6,7.
 	for i := 0; i < 4; i++ {
-		VUNPCKLPS(r[2*i+1], r[2*i], t[2*i])
-		VUNPCKHPS(r[2*i+1], r[2*i], t[2*i+1])
+		VUNPCKLPS(in(2*i+1), in(2*i), t[2*i])
+		VUNPCKHPS(in(2*i+1), in(2*i), t[2*i+1])
 	}
 	// Gather 4 rows per element: r[e] for e = 0…3 holds element e (and e+4 in
 	// the upper half) of rows 0–3, r[4+e] of rows 4–7.
@@ -165,13 +252,13 @@ func transposePack() {
 		VPERM2F128(U8(0x20), r[4+e], r[e], t[e])
 		VPERM2F128(U8(0x31), r[4+e], r[e], t[4+e])
 	}
-	for e := 0; e < 8; e++ {
-		VMOVUPS(t[e], Mem{Base: dst, Disp: 64 * e})
-	}
+	store(dst, t)
 	ADDQ(U32(32), row0)
 	ADDQ(U32(32), row3)
-	ADDQ(U32(32), row6)
-	ADDQ(U32(8*64), dst)
+	if rows > 6 {
+		ADDQ(U32(32), row6)
+	}
+	ADDQ(U32(step), dst)
 	SUBQ(U8(8), kc)
 	JMP(LabelRef("block"))
 
@@ -180,44 +267,72 @@ func transposePack() {
 	RET()
 }
 
-// kernelBody emits the loop and the store of a kernel of the given number
-// of rows (≤ mr; each row's FMAs are the same whatever the number, so a
-// short tile gives the bits of the same rows in a full one). aAt(s, i) is
-// the address of A's row i at k step s from the current position;
-// advance(n) moves the A position n steps on. With prefetch, each k step
-// also prefetches the line of the next B panel (the one kc·nr floats on)
-// at the same place: a decoding step multiplies its few rows by weights
-// that come from memory, one panel after another, and the hardware
-// prefetcher alone left the kernel waiting on them (20% faster on weights
-// that do not fit the L3; 5–8% slower on weights that do, so the Pf
-// kernels serve only products of few rows, see kernelRows).
-func kernelBody(rows int, prefetch bool, aAt func(s, i int) Mem, advance func(steps int)) {
+// kernelBody emits the loop and the store of a kernel of tile t with the
+// given number of rows (≤ mr; each row's FMAs are the same whatever the
+// number, so a short tile gives the bits of the same rows in a full one).
+// aAt(s, i) is the address of A's row i at k step s from the current
+// position; advance(n) moves the A position n steps on. With prefetch, each
+// k step also prefetches the lines of the next B panels (the ones
+// t.panels·kc·nr floats on) at the same place: a decoding step multiplies
+// its few rows by weights that come from memory, one panel after another,
+// and the hardware prefetcher alone left the kernel waiting on them (20%
+// faster on weights that do not fit the L3; 5–8% slower on weights that
+// do, so the Pf kernels serve only products of few rows, see kernelRows).
+func kernelBody(t tile, rows int, prefetch bool, aAt func(s, i int) Mem, advance func(steps int)) {
 	kc := Load(Param("kc"), RCX)
 	pb := Load(Param("b"), RDI)
-	next := R11 // bytes from the B panel to the next one: kc·nr floats
-	if prefetch {
-		MOVQ(kc, next)
-		SHLQ(U8(6), next)
+	// panel is the bytes from one B panel to the next (kc·nr floats), for
+	// a tile of two panels or for the prefetch; far, three panels on, for
+	// the prefetch of a tile of two.
+	panel, far := R11, R12
+	if t.panels > 1 || prefetch {
+		MOVQ(kc, panel)
+		SHLQ(U8(6), panel)
+	}
+	if t.panels > 1 && prefetch {
+		LEAQ(Mem{Base: panel, Index: panel, Scale: 2}, far)
+	}
+	// bAt is the address of vector v of B's row at k step s.
+	bAt := func(s, v int) Mem {
+		if t.panels == 1 {
+			return Mem{Base: pb, Disp: 4*nr*s + t.vecBytes*v}
+		}
+		m := Mem{Base: pb, Disp: 4 * nr * s}
+		if v == 1 {
+			m.Index, m.Scale = panel, 1
+		}
+		return m
 	}
 
-	acc := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11}[:2*rows]
+	acc := t.acc[:2*rows]
 	for _, r := range acc {
-		VXORPS(r, r, r)
+		// A VEX-encoded XMM operation zeroes the rest of the register, ZMM
+		// included (VXORPS on ZMM itself would need AVX-512DQ).
+		x := r
+		if t.vecBytes > 32 {
+			x = r.AsX().(VecPhysical)
+		}
+		VXORPS(x, x, x)
 	}
 
 	// step emits one k step at offset s (in k steps) from the current
 	// positions.
 	step := func(s int) {
 		if prefetch {
-			PREFETCHT0(Mem{Base: pb, Index: next, Scale: 1, Disp: 4 * nr * s})
+			if t.panels == 1 {
+				PREFETCHT0(Mem{Base: pb, Index: panel, Scale: 1, Disp: 4 * nr * s})
+			} else {
+				PREFETCHT0(Mem{Base: pb, Index: panel, Scale: 2, Disp: 4 * nr * s})
+				PREFETCHT0(Mem{Base: pb, Index: far, Scale: 1, Disp: 4 * nr * s})
+			}
 		}
-		VMOVUPS(Mem{Base: pb, Disp: 4 * nr * s}, Y12)
-		VMOVUPS(Mem{Base: pb, Disp: 4*nr*s + 32}, Y13)
+		VMOVUPS(bAt(s, 0), t.b[0])
+		VMOVUPS(bAt(s, 1), t.b[1])
 		for i := 0; i < rows; i++ {
-			bc := []VecPhysical{Y14, Y15}[i%2]
+			bc := t.bc[i%2]
 			VBROADCASTSS(aAt(s, i), bc)
-			VFMADD231PS(Y12, bc, acc[2*i])
-			VFMADD231PS(Y13, bc, acc[2*i+1])
+			VFMADD231PS(t.b[0], bc, acc[2*i])
+			VFMADD231PS(t.b[1], bc, acc[2*i+1])
 		}
 	}
 
@@ -250,13 +365,14 @@ func kernelBody(rows int, prefetch bool, aAt func(s, i int) Mem, advance func(st
 	// The float arguments are broadcast straight from memory: a legacy-SSE
 	// MOVSS (what Load emits) into a register whose upper half is dirty
 	// costs hundreds of cycles per call, more than a short kc loop.
-	VBROADCASTSS(addr("alpha"), Y14)
+	VBROADCASTSS(addr("alpha"), t.bc[0])
 	for _, r := range acc {
-		VMULPS(Y14, r, r)
+		VMULPS(t.bc[0], r, r)
 	}
-	VBROADCASTSS(addr("beta"), Y15)
-	VXORPS(X12, X12, X12)
-	VUCOMISS(X12, X15)
+	VBROADCASTSS(addr("beta"), t.bc[1])
+	zero, beta := t.b[0].AsX(), t.bc[1].AsX()
+	VXORPS(zero, zero, zero)
+	VUCOMISS(zero, beta)
 	JNE(LabelRef("withbeta"))
 	JP(LabelRef("withbeta")) // NaN beta is not zero: keep IEEE semantics
 
@@ -265,7 +381,7 @@ func kernelBody(rows int, prefetch bool, aAt func(s, i int) Mem, advance func(st
 	MOVQ(pc, row)
 	for i := 0; i < rows; i++ {
 		VMOVUPS(acc[2*i], Mem{Base: row})
-		VMOVUPS(acc[2*i+1], Mem{Base: row, Disp: 32})
+		VMOVUPS(acc[2*i+1], Mem{Base: row, Disp: t.vecBytes})
 		if i < rows-1 {
 			ADDQ(ldc, row)
 		}
@@ -277,10 +393,10 @@ func kernelBody(rows int, prefetch bool, aAt func(s, i int) Mem, advance func(st
 	Comment("C = alpha·acc + beta·C.")
 	MOVQ(pc, row)
 	for i := 0; i < rows; i++ {
-		VFMADD231PS(Mem{Base: row}, Y15, acc[2*i])
-		VFMADD231PS(Mem{Base: row, Disp: 32}, Y15, acc[2*i+1])
+		VFMADD231PS(Mem{Base: row}, t.bc[1], acc[2*i])
+		VFMADD231PS(Mem{Base: row, Disp: t.vecBytes}, t.bc[1], acc[2*i+1])
 		VMOVUPS(acc[2*i], Mem{Base: row})
-		VMOVUPS(acc[2*i+1], Mem{Base: row, Disp: 32})
+		VMOVUPS(acc[2*i+1], Mem{Base: row, Disp: t.vecBytes})
 		if i < rows-1 {
 			ADDQ(ldc, row)
 		}

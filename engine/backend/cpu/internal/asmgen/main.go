@@ -1,6 +1,8 @@
-// Command expgen writes the AVX2+FMA exponential of package cpu
-// (exp_amd64.s and its Go declaration exp_amd64_stub.go) with avo. Run it
-// through `go generate` in engine/backend/cpu.
+// Command asmgen writes the assembly of package cpu (asm_amd64.s and its
+// Go declarations asm_amd64_stub.go) with avo: the AVX2+FMA exponential
+// and the elementwise vector loops the kernels' plain Go loops hand their
+// long stretches to (Go does not vectorise). Run it through `go generate`
+// in engine/backend/cpu.
 //
 // expAVX2 is expInPlace's scalar algorithm (Cephes' expf, see exp.go) on 8
 // lanes at a time: x = n·ln2 + r, e^r = 1 + r + r²·q(r) with q by Estrin's
@@ -8,6 +10,10 @@
 // holding a value outside [−87.3, 88.3] (or NaN) and reports how far it got,
 // leaving that block to the scalar code, which handles overflow, gradual
 // underflow and NaN.
+//
+// The elementwise loops (vector.go) do each element's arithmetic exactly as
+// the Go loops they stand for, one IEEE operation at a time in the same
+// order and never fused, so they give the same bits.
 package main
 
 import (
@@ -31,6 +37,13 @@ func bcast(name string, v float32) Mem {
 
 func main() {
 	ConstraintExpr("amd64")
+	exp()
+	vectorLoops()
+	Generate()
+}
+
+// exp emits expAVX2.
+func exp() {
 	lo, hi := bcast("expLo", -87.3), bcast("expHi", 88.3)
 	log2e, magic := bcast("expLog2e", 1.44269504088896341), bcast("expMagic", 12582912)
 	ln2hi, ln2lo := bcast("expLn2hi", 0.693359375), bcast("expLn2lo", -2.12194440e-4)
@@ -106,5 +119,4 @@ func main() {
 	VZEROUPPER()
 	Store(done, ReturnIndex(0))
 	RET()
-	Generate()
 }
