@@ -426,3 +426,226 @@ by8:
 end:
 	VZEROUPPER
 	RET
+
+DATA vecOne<>+0(SB)/4, $0x3f800000
+GLOBL vecOne<>(SB), RODATA|NOPTR, $4
+
+DATA vecSign<>+0(SB)/4, $0x80000000
+GLOBL vecSign<>(SB), RODATA|NOPTR, $4
+
+// func ropeAVX2(dst *float32, src *float32, cos *float32, sin *float32, half int, n8 int, sign float32)
+// Requires: AVX
+TEXT ·ropeAVX2(SB), NOSPLIT, $0-52
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         cos+16(FP), R8
+	MOVQ         sin+24(FP), R9
+	MOVQ         half+32(FP), R10
+	MOVQ         n8+40(FP), CX
+	SHLQ         $0x02, R10
+	VBROADCASTSS sign+48(FP), Y15
+
+by8:
+	TESTQ   CX, CX
+	JE      end
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(R10*1), Y1
+	VMOVUPS (R8), Y2
+	VMULPS  (R9), Y15, Y3
+	VMULPS  Y2, Y0, Y4
+	VMULPS  Y3, Y1, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMOVUPS Y4, (DI)
+	VMULPS  Y2, Y1, Y4
+	VMULPS  Y3, Y0, Y5
+	VADDPS  Y5, Y4, Y4
+	VMOVUPS Y4, (DI)(R10*1)
+	ADDQ    $0x20, DI
+	ADDQ    $0x20, SI
+	ADDQ    $0x20, R8
+	ADDQ    $0x20, R9
+	SUBQ    $0x08, CX
+	JMP     by8
+
+end:
+	VZEROUPPER
+	RET
+
+// func negAVX2(dst *float32, src *float32, n8 int)
+// Requires: AVX
+TEXT ·negAVX2(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n8+16(FP), CX
+	VBROADCASTSS vecSign<>+0(SB), Y15
+
+by8:
+	TESTQ   CX, CX
+	JE      end
+	VXORPS  (SI), Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x20, DI
+	ADDQ    $0x20, SI
+	SUBQ    $0x08, CX
+	JMP     by8
+
+end:
+	VZEROUPPER
+	RET
+
+// func swigluAVX2(out *float32, gate *float32, up *float32, e *float32, n8 int)
+// Requires: AVX
+TEXT ·swigluAVX2(SB), NOSPLIT, $0-40
+	MOVQ         out+0(FP), DI
+	MOVQ         gate+8(FP), SI
+	MOVQ         up+16(FP), DX
+	MOVQ         e+24(FP), R8
+	MOVQ         n8+32(FP), CX
+	VBROADCASTSS vecOne<>+0(SB), Y15
+
+by8:
+	TESTQ   CX, CX
+	JE      end
+	VADDPS  (R8), Y15, Y0
+	VMOVUPS (SI), Y1
+	VDIVPS  Y0, Y1, Y1
+	VMULPS  (DX), Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ    $0x20, DI
+	ADDQ    $0x20, SI
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, R8
+	SUBQ    $0x08, CX
+	JMP     by8
+
+end:
+	VZEROUPPER
+	RET
+
+// func swigluBackAVX2(dgate *float32, dup *float32, dout *float32, gate *float32, up *float32, e *float32, n8 int)
+// Requires: AVX
+TEXT ·swigluBackAVX2(SB), NOSPLIT, $0-56
+	MOVQ         dgate+0(FP), DI
+	MOVQ         dup+8(FP), SI
+	MOVQ         dout+16(FP), DX
+	MOVQ         gate+24(FP), R8
+	MOVQ         up+32(FP), R9
+	MOVQ         e+40(FP), R10
+	MOVQ         n8+48(FP), CX
+	VBROADCASTSS vecOne<>+0(SB), Y15
+
+by8:
+	TESTQ   CX, CX
+	JE      end
+	VMOVUPS (R8), Y0
+	VADDPS  (R10), Y15, Y3
+	VDIVPS  Y3, Y15, Y1
+	VMOVUPS (DX), Y2
+	VMULPS  Y0, Y2, Y3
+	VMULPS  Y1, Y3, Y3
+	VADDPS  (SI), Y3, Y3
+	VMOVUPS Y3, (SI)
+	VMULPS  (R9), Y2, Y3
+	VMULPS  Y1, Y3, Y3
+	VSUBPS  Y1, Y15, Y4
+	VMULPS  Y4, Y0, Y4
+	VADDPS  Y15, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VADDPS  (DI), Y3, Y3
+	VMOVUPS Y3, (DI)
+	ADDQ    $0x20, DI
+	ADDQ    $0x20, SI
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, R8
+	ADDQ    $0x20, R9
+	ADDQ    $0x20, R10
+	SUBQ    $0x08, CX
+	JMP     by8
+
+end:
+	VZEROUPPER
+	RET
+
+// func rmsScaleAVX2(y *float32, x *float32, w *float32, n8 int, r float32)
+// Requires: AVX
+TEXT ·rmsScaleAVX2(SB), NOSPLIT, $0-36
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         w+16(FP), DX
+	MOVQ         n8+24(FP), CX
+	VBROADCASTSS r+32(FP), Y15
+
+by8:
+	TESTQ   CX, CX
+	JE      end
+	VMULPS  (SI), Y15, Y0
+	VMULPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x20, DI
+	ADDQ    $0x20, SI
+	ADDQ    $0x20, DX
+	SUBQ    $0x08, CX
+	JMP     by8
+
+end:
+	VZEROUPPER
+	RET
+
+// func rmsBackAVX2(dx *float32, x *float32, w *float32, dy *float32, n8 int, r float32, k float32)
+// Requires: AVX
+TEXT ·rmsBackAVX2(SB), NOSPLIT, $0-48
+	MOVQ         dx+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         w+16(FP), DX
+	MOVQ         dy+24(FP), R8
+	MOVQ         n8+32(FP), CX
+	VBROADCASTSS r+40(FP), Y14
+	VBROADCASTSS k+44(FP), Y15
+
+by8:
+	TESTQ   CX, CX
+	JE      end
+	VMOVUPS (DX), Y0
+	VMULPS  (R8), Y0, Y0
+	VMULPS  (SI), Y15, Y1
+	VSUBPS  Y1, Y0, Y0
+	VMULPS  Y0, Y14, Y0
+	VADDPS  (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x20, DI
+	ADDQ    $0x20, SI
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, R8
+	SUBQ    $0x08, CX
+	JMP     by8
+
+end:
+	VZEROUPPER
+	RET
+
+// func rmsWeightAVX2(dw *float32, dy *float32, x *float32, n8 int, r float32)
+// Requires: AVX
+TEXT ·rmsWeightAVX2(SB), NOSPLIT, $0-36
+	MOVQ         dw+0(FP), DI
+	MOVQ         dy+8(FP), SI
+	MOVQ         x+16(FP), DX
+	MOVQ         n8+24(FP), CX
+	VBROADCASTSS r+32(FP), Y15
+
+by8:
+	TESTQ   CX, CX
+	JE      end
+	VMOVUPS (SI), Y0
+	VMULPS  (DX), Y0, Y0
+	VMULPS  Y15, Y0, Y0
+	VADDPS  (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x20, DI
+	ADDQ    $0x20, SI
+	ADDQ    $0x20, DX
+	SUBQ    $0x08, CX
+	JMP     by8
+
+end:
+	VZEROUPPER
+	RET

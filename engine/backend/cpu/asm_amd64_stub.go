@@ -37,3 +37,45 @@ func subMulAVX2(x *float32, n8 int, c float32, d float32)
 //
 //go:noescape
 func addAVX2(z *float32, x *float32, y *float32, n8 int)
+
+// ropeAVX2 sets, for j < n8 (a positive multiple of 8, at most half), with a = src[j],
+// b = src[half+j], s = sign·sin[j]: dst[j] = a·cos[j] − b·s, dst[half+j] = b·cos[j] + a·s.
+// Requires AVX.
+//
+//go:noescape
+func ropeAVX2(dst *float32, src *float32, cos *float32, sin *float32, half int, n8 int, sign float32)
+
+// negAVX2 sets dst[i] = −src[i] for i < n8 (a positive multiple of 8). Requires AVX.
+//
+//go:noescape
+func negAVX2(dst *float32, src *float32, n8 int)
+
+// swigluAVX2 sets out[i] = gate[i] / (1 + e[i]) · up[i] for i < n8 (a positive multiple
+// of 8). Requires AVX.
+//
+//go:noescape
+func swigluAVX2(out *float32, gate *float32, up *float32, e *float32, n8 int)
+
+// swigluBackAVX2 sets, for i < n8 (a positive multiple of 8), with g = gate[i] and
+// s = 1 / (1 + e[i]): dup[i] += dout[i]·g·s, dgate[i] += dout[i]·up[i]·s·(1 + g·(1 − s)).
+// Requires AVX.
+//
+//go:noescape
+func swigluBackAVX2(dgate *float32, dup *float32, dout *float32, gate *float32, up *float32, e *float32, n8 int)
+
+// rmsScaleAVX2 sets y[i] = x[i]·r·w[i] for i < n8 (a positive multiple of 8). Requires AVX.
+//
+//go:noescape
+func rmsScaleAVX2(y *float32, x *float32, w *float32, n8 int, r float32)
+
+// rmsBackAVX2 sets dx[i] += r·(w[i]·dy[i] − x[i]·k) for i < n8 (a positive multiple of 8).
+// Requires AVX.
+//
+//go:noescape
+func rmsBackAVX2(dx *float32, x *float32, w *float32, dy *float32, n8 int, r float32, k float32)
+
+// rmsWeightAVX2 sets dw[i] += dy[i]·x[i]·r for i < n8 (a positive multiple of 8).
+// Requires AVX.
+//
+//go:noescape
+func rmsWeightAVX2(dw *float32, dy *float32, x *float32, n8 int, r float32)

@@ -59,9 +59,13 @@ func RopeHead(dst, src, cos, sin []float32) { ropeHead(dst, src, cos, sin, 1) }
 
 func ropeHead(dst, src, c, s []float32, sign float32) {
 	half := len(src) / 2
-	x1, x2 := src[:half], src[half:2*half]
-	y1, y2 := dst[:half], dst[half:2*half]
-	c, s = c[:half], s[:half]
+	n8 := vectorLen(half)
+	if n8 > 0 {
+		vectorRope(dst, src, c, s, half, n8, sign)
+	}
+	x1, x2 := src[n8:half], src[half+n8:2*half]
+	y1, y2 := dst[n8:half], dst[half+n8:2*half]
+	c, s = c[n8:half], s[n8:half]
 	for j := range x1 {
 		a, b, sj := x1[j], x2[j], sign*s[j]
 		y1[j] = a*c[j] - b*sj

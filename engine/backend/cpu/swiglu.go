@@ -28,13 +28,28 @@ func swiglu(out, gate, up []float32) {
 	var e [expBlock]float32 // e^−g
 	for b := 0; b < len(out); b += expBlock {
 		m := min(expBlock, len(out)-b)
-		for j := 0; j < m; j++ {
-			e[j] = -gate[b+j]
-		}
+		negate(e[:m], gate[b:b+m])
 		expInPlace(e[:m])
-		for j := 0; j < m; j++ {
+		j := 0
+		if n8 := vectorLen(m); n8 > 0 {
+			vectorSwiGLU(out[b:], gate[b:], up[b:], e[:], n8)
+			j = n8
+		}
+		for ; j < m; j++ {
 			out[b+j] = gate[b+j] / (1 + e[j]) * up[b+j]
 		}
+	}
+}
+
+// negate sets dst[i] = −src[i] over len(dst) floats.
+func negate(dst, src []float32) {
+	j := 0
+	if n8 := vectorLen(len(dst)); n8 > 0 {
+		vectorNeg(dst, src, n8)
+		j = n8
+	}
+	for ; j < len(dst); j++ {
+		dst[j] = -src[j]
 	}
 }
 
@@ -47,11 +62,14 @@ func SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 		var e [expBlock]float32 // e^−g
 		for b := lo; b < hi; b += expBlock {
 			m := min(expBlock, hi-b)
-			for j := 0; j < m; j++ {
-				e[j] = -gate[b+j]
-			}
+			negate(e[:m], gate[b:b+m])
 			expInPlace(e[:m])
-			for j := 0; j < m; j++ {
+			j0 := 0
+			if n8 := vectorLen(m); n8 > 0 {
+				vectorSwiGLUBack(dgate[b:], dup[b:], dout[b:], gate[b:], up[b:], e[:], n8)
+				j0 = n8
+			}
+			for j := j0; j < m; j++ {
 				i := b + j
 				g, s := gate[i], 1/(1+e[j])
 				dup[i] += dout[i] * g * s

@@ -75,6 +75,9 @@ func Combine(out, w, b []float32, k, ldb int) {
 			c += 32
 		}
 	}
+	if c == n {
+		return
+	}
 	rest := out[c:]
 	clear(rest)
 	for p, x := range w[:k] {

@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
 )
@@ -391,7 +392,7 @@ func (g *problem) microTile(ws *workspace, ap, bp []float32, i0, ir, h, j0, jr, 
 	run := func(c []float32, ldc int, beta float32) {
 		switch {
 		case rows && span > nr:
-			kernelRowsWide(h, kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan, c, ldc, g.alpha, beta, stream)
+			kernelRowsWide(h, kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan, c, ldc, g.alpha, beta)
 		case rows:
 			kernelRows(h, kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan, c, ldc, g.alpha, beta, stream)
 		case span > nr:
@@ -401,7 +402,10 @@ func (g *problem) microTile(ws *workspace, ap, bp []float32, i0, ir, h, j0, jr, 
 		}
 	}
 	off := (i0+ir)*g.ldc + j0 + jr
-	if h == mr && w == span {
+	// A kernel reading h < mr rows of A in place writes h rows of C: it may
+	// write them itself when its FMA merge rounds as the one below, that is
+	// for beta 0 (a copy) and 1 (round(C + alpha·acc) either way).
+	if w == span && (h == mr || rows && (beta == 0 || beta == 1)) {
 		run(g.c[off:], g.ldc, beta)
 		return
 	}
@@ -429,24 +433,34 @@ type workspace struct {
 	edge [mr * 2 * nr]float32 // one tile, nr or 2·nr wide
 }
 
-// workspaces is the free list; its capacity bounds what stays allocated
-// between calls (more concurrent calls still work, their extra workspaces
-// are dropped when they finish).
-var workspaces = make(chan *workspace, 16)
+// workspaces is the free list. It keeps at most maxFree workspaces between
+// calls (more concurrent calls still work; their extra workspaces are
+// dropped when they finish). A mutex, not a channel: a decoding step takes
+// and returns a workspace per chunk of each of its products, and a
+// channel's lock cost 3% of it.
+var workspaces struct {
+	sync.Mutex
+	free []*workspace
+}
+
+const maxFree = 16
 
 func getWorkspace() *workspace {
-	select {
-	case w := <-workspaces:
+	workspaces.Lock()
+	defer workspaces.Unlock()
+	if n := len(workspaces.free); n > 0 {
+		w := workspaces.free[n-1]
+		workspaces.free = workspaces.free[:n-1]
 		return w
-	default:
-		return new(workspace)
 	}
+	return new(workspace)
 }
 
 func putWorkspace(w *workspace) {
-	select {
-	case workspaces <- w:
-	default:
+	workspaces.Lock()
+	defer workspaces.Unlock()
+	if len(workspaces.free) < maxFree {
+		workspaces.free = append(workspaces.free, w)
 	}
 }
 

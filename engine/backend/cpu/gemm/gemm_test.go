@@ -31,8 +31,8 @@ func kernels(t *testing.T, f func(t *testing.T)) {
 // every element the bits of the AVX2 ones, over the four layouts, the
 // row counts that end in each short tile (in place and packed), column
 // counts with and without a whole pair of panels, k across kcMax, and
-// betas whose merge of a partial tile rounds differently from an FMA.
-// Notebooks run on either kind of machine reproduce the same numbers.
+// a beta whose merge of a partial tile rounds differently from an FMA
+// (0.3: a power of two would scale C exactly). Notebooks run on either kind of machine reproduce the same numbers.
 func TestWideKernelsMatchNarrow(t *testing.T) {
 	if !useAsm || !useWide {
 		t.Skip("no AVX-512 on this machine")
@@ -42,7 +42,7 @@ func TestWideKernelsMatchNarrow(t *testing.T) {
 	ms := []int{1, 2, 3, 4, 5, 6, 7, 11, 16, 24, 31, 200}
 	ns := []int{16, 31, 32, 33, 48, 64, 80, 100, 1030}
 	ks := []int{1, 7, 64, 257, 600}
-	betas := []float32{0, 1, 0.25}
+	betas := []float32{0, 1, 0.3}
 	for trial := 0; trial < 120; trial++ {
 		m, n, k := ms[r.IntN(len(ms))], ns[r.IntN(len(ns))], ks[r.IntN(len(ks))]
 		tr := [4][2]bool{{false, false}, {false, true}, {true, false}, {true, true}}[trial%4]
@@ -243,12 +243,25 @@ func TestSgemmNothingToSum(t *testing.T) {
 
 // TestSgemmRowsMatchPackedA: reading A in place (kernelAVX2Rows and its
 // 1–5-row variants for the last tile, with the prefetching Pf variants up to
-// streamRows rows) gives the bits of the packed-A kernel, reached here
-// through the same product with A stored transposed.
+// streamRows rows; their AVX-512 twins) gives the bits of the packed-A
+// kernel, reached here through the same product with A stored transposed:
+// also where a short tile of rows in place writes C itself (beta 0 and 1)
+// and the packed one goes through the scratch tile.
 func TestSgemmRowsMatchPackedA(t *testing.T) {
 	if !useAsm {
 		t.Skip("no assembly kernel")
 	}
+	kernels(t, func(t *testing.T) {
+		if !useAsm {
+			t.Skip("portable kernel: A is always packed")
+		}
+		for _, beta := range []float32{0.3, 1, 0} {
+			rowsMatchPackedA(t, beta)
+		}
+	})
+}
+
+func rowsMatchPackedA(t *testing.T, beta float32) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, m := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 23, 24, 25, 26, 27, 28, 29, 31} {
 		const n, k = 40, 70
@@ -261,11 +274,11 @@ func TestSgemmRowsMatchPackedA(t *testing.T) {
 		}
 		c0, c1 := randMatrix(r, m*n), make([]float32, m*n)
 		copy(c1, c0)
-		SgemmSerial(false, false, m, n, k, 0.5, a, k, b, n, 0.25, c0, n)
-		SgemmSerial(true, false, m, n, k, 0.5, at, m, b, n, 0.25, c1, n)
+		SgemmSerial(false, false, m, n, k, 0.5, a, k, b, n, beta, c0, n)
+		SgemmSerial(true, false, m, n, k, 0.5, at, m, b, n, beta, c1, n)
 		for i := range c0 {
 			if math.Float32bits(c0[i]) != math.Float32bits(c1[i]) {
-				t.Fatalf("m=%d: C[%d] = %v (A in place), %v (A packed)", m, i, c0[i], c1[i])
+				t.Fatalf("m=%d beta=%v: C[%d] = %v (A in place), %v (A packed)", m, beta, i, c0[i], c1[i])
 			}
 		}
 	}

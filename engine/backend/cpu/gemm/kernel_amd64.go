@@ -49,16 +49,13 @@ func kernelWide(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 	kernelAVX512(kc, &a[0], &b[0], &c[0], ldc, alpha, beta)
 }
 
-// kernelRowsWide is kernelRows for a tile of h×2nr (see kernelWide).
-func kernelRowsWide(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32, stream bool) {
+// kernelRowsWide is kernelRows for a tile of h×2nr (see kernelWide),
+// without prefetching (see the generator).
+func kernelRowsWide(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32) {
 	_ = a[(h-1)*lda+kc-1] // the assembly does no bounds checks
 	_ = b[2*nr*kc-1]
 	_ = c[(h-1)*ldc+2*nr-1]
-	k := wideRowKernels[h]
-	if stream {
-		k = wideStreamKernels[h]
-	}
-	k(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	wideRowKernels[h](kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 }
 
 type rowKernel func(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
@@ -74,9 +71,6 @@ var (
 	}
 	wideRowKernels = [mr + 1]rowKernel{
 		1: kernelAVX512Rows1, 2: kernelAVX512Rows2, 3: kernelAVX512Rows3, 4: kernelAVX512Rows4, 5: kernelAVX512Rows5, 6: kernelAVX512Rows,
-	}
-	wideStreamKernels = [mr + 1]rowKernel{
-		1: kernelAVX512Rows1Pf, 2: kernelAVX512Rows2Pf, 3: kernelAVX512Rows3Pf, 4: kernelAVX512Rows4Pf, 5: kernelAVX512Rows5Pf, 6: kernelAVX512RowsPf,
 	}
 )
 

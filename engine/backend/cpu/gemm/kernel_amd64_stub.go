@@ -89,30 +89,6 @@ func kernelAVX512Rows2(kc int, a *float32, lda int, b *float32, c *float32, ldc 
 // Requires AVX-512F.
 func kernelAVX512Rows1(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// kernelAVX512RowsPf is kernelAVX512Rows that also prefetches the next B panels (kc·32 floats on).
-// Requires AVX-512F.
-func kernelAVX512RowsPf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
-
-// kernelAVX512Rows5Pf is kernelAVX512Rows5 that also prefetches the next B panels (kc·32 floats on).
-// Requires AVX-512F.
-func kernelAVX512Rows5Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
-
-// kernelAVX512Rows4Pf is kernelAVX512Rows4 that also prefetches the next B panels (kc·32 floats on).
-// Requires AVX-512F.
-func kernelAVX512Rows4Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
-
-// kernelAVX512Rows3Pf is kernelAVX512Rows3 that also prefetches the next B panels (kc·32 floats on).
-// Requires AVX-512F.
-func kernelAVX512Rows3Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
-
-// kernelAVX512Rows2Pf is kernelAVX512Rows2 that also prefetches the next B panels (kc·32 floats on).
-// Requires AVX-512F.
-func kernelAVX512Rows2Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
-
-// kernelAVX512Rows1Pf is kernelAVX512Rows1 that also prefetches the next B panels (kc·32 floats on).
-// Requires AVX-512F.
-func kernelAVX512Rows1Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
-
 // packTrans8 sets dst[16p + r] = src[r·ld + p] for r < 8 and p < kc8, a multiple of 8
 // (ld in elements): 8 rows of a transposed B into 8 lanes of a packed 16-wide panel.
 // Requires AVX.

@@ -14,7 +14,7 @@ func kernelWide(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 }
 
 // kernelRowsWide is only called when useWide is set, which it never is here.
-func kernelRowsWide(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32, stream bool) {
+func kernelRowsWide(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32) {
 	panic("gemm: kernelRowsWide without an assembly kernel")
 }
 

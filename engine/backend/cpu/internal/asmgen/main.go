@@ -39,6 +39,7 @@ func main() {
 	ConstraintExpr("amd64")
 	exp()
 	vectorLoops()
+	activationLoops()
 	Generate()
 }
 
