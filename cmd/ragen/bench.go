@@ -346,7 +346,57 @@ func (p *torchPeer) do(req map[string]any) (peerResult, error) {
 	if res.Error != "" || len(res.TokS) == 0 {
 		return res, fmt.Errorf("PyTorch peer: %s", p.out.Text())
 	}
+	p.settle()
 	return res, nil
+}
+
+// settle waits until the peer has gone idle. OpenBLAS's threads spin for a
+// while after their last product (about 2²⁸ cycles by default) before they
+// sleep: the run of ours that follows would share its cores with them, and
+// our worker pool, seeing less than a second core, would run serially for
+// a while (parallel.For). That made our median decoding rate half the
+// best one. The peer is idle when its CPU time grows by under 20% of a
+// core over settlePoll; settle gives up after settleMax. Without
+// /proc/PID/stat it waits settleMax/10.
+func (p *torchPeer) settle() {
+	const settlePoll, settleMax = 50 * time.Millisecond, 3 * time.Second
+	stat := fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid)
+	prev, ok := cpuTicks(stat)
+	if !ok {
+		time.Sleep(settleMax / 10)
+		return
+	}
+	for start := time.Now(); time.Since(start) < settleMax; {
+		time.Sleep(settlePoll)
+		now, ok := cpuTicks(stat)
+		// Ticks are 10 ms (USER_HZ 100): at most one tick in 50 ms.
+		if !ok || now-prev <= 1 {
+			return
+		}
+		prev = now
+	}
+}
+
+// cpuTicks reads a process's user + system CPU time, in clock ticks, from
+// its /proc/PID/stat.
+func cpuTicks(stat string) (int64, bool) {
+	b, err := os.ReadFile(stat)
+	if err != nil {
+		return 0, false
+	}
+	// Fields after the command name (in parentheses, which may hold spaces):
+	// state is field 3, utime 14, stime 15.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	return u + s, err1 == nil && err2 == nil
 }
 
 func (p *torchPeer) close() {

@@ -1,7 +1,7 @@
-//go:build !unix
+//go:build !(linux || darwin)
 
 package parallel
 
-// processCPUTime is not available here: For never switches to serial loops
+// threadCPUTime is not available here: For never switches to serial loops
 // for lack of CPU.
-func processCPUTime() (int64, bool) { return 0, false }
+func threadCPUTime() (int64, bool) { return 0, false }

@@ -1,7 +1,6 @@
 package parallel
 
 import (
-	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -69,6 +68,11 @@ type job struct {
 	// goroutine that finishes the last chunk then sends on finished.
 	waiting  atomic.Bool
 	finished chan struct{}
+
+	// With sampled, each chunk adds the CPU time of the thread that ran it
+	// and its wall time (see cpuSample), before it counts as done.
+	sampled   bool
+	cpu, wall atomic.Int64
 }
 
 type panicValue struct{ v any }
@@ -86,9 +90,25 @@ func (j *job) work() (ran int) {
 }
 
 func (j *job) runChunk(c int) {
+	var cpu0, wall0 int64
+	if j.sampled {
+		// The thread's clock is read twice: the goroutine must stay on it.
+		runtime.LockOSThread()
+		cpu0, _ = threadCPUTime()
+		wall0 = time.Now().UnixNano()
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			j.panicked.CompareAndSwap(nil, &panicValue{r})
+		}
+		if j.sampled {
+			cpu1, _ := threadCPUTime()
+			wall1 := time.Now().UnixNano()
+			runtime.UnlockOSThread()
+			if cpu1 >= cpu0 && wall1 >= wall0 {
+				j.cpu.Add(cpu1 - cpu0)
+				j.wall.Add(wall1 - wall0)
+			}
 		}
 		if j.done.Add(1) == j.chunks && j.waiting.Load() {
 			j.finished <- struct{}{}
@@ -134,6 +154,7 @@ func (p *pool) run(j *job, helpers int) {
 	ws := p.workers[:helpers]
 	p.mu.Unlock()
 
+	j.sampled = p.sample.due()
 	p.current.Store(j)
 	p.gen.Add(1)
 	for _, w := range ws {
@@ -141,10 +162,11 @@ func (p *pool) run(j *job, helpers int) {
 			w.wake <- struct{}{}
 		}
 	}
-	p.sample.begin()
 	ran := j.work()
-	p.sample.end(int(j.chunks)-ran, int(j.chunks), &p.serialUntil)
 	j.wait()
+	if j.sampled {
+		p.sample.add(int(j.chunks)-ran, int(j.chunks), j.cpu.Load(), j.wall.Load(), &p.serialUntil)
+	}
 	p.current.Store(nil) // drop the closure so it can be collected
 	if pv := j.panicked.Load(); pv != nil {
 		panic(pv.v)
@@ -157,29 +179,35 @@ func (p *pool) run(j *job, helpers int) {
 // ours then only takes time from the first, and every loop also waits on
 // the slower of the two (`ragen bench` decoded up to 1.5× faster with
 // GOMAXPROCS=1 under a load average of 7 on the 2-vCPU machines, the
-// process using 1.0 CPU either way). So every sampleEvery the pool samples sampleLoops
-// parallel loops in which the other workers took part (at least a quarter
-// of the chunks, so a worker still waking up does not count): the process
-// CPU time over the wall time from publishing the loop until the caller
-// runs out of chunks — about 2 when two cores are free, about 1 when the
-// second thread only shares the first one's time. Below minCores, For runs
-// serially for serialFor (the workers park and stop spinning), then
-// samples again. Which goroutine runs a chunk never changes the results.
+// process using 1.0 CPU either way). So every sampleEvery the pool samples
+// sampleLoops parallel loops in which the other workers took part (at least
+// a quarter of the chunks, so a worker still waking up does not count):
+// every chunk of such a loop is timed on its thread's CPU clock and on the
+// wall clock, and the sum of the one over the sum of the other is the share
+// of a core the running chunks got — about 1 when the cores are free, about
+// ½ when two threads share one. Below minShare, For runs serially for
+// serialFor (the workers park and stop spinning), then samples again.
+// Which goroutine runs a chunk never changes the results.
+//
+// The clocks are the threads' own: the process's clock (getrusage) counts
+// another thread's running time only at that thread's next scheduler tick,
+// so over loops of tens of µs it missed the helpers' time almost always,
+// and an idle machine looked starved (decoding ran serially much of the
+// time: 5.0k instead of 7.2k tokens/s for the base model).
 const (
 	sampleEvery = 50 * time.Millisecond
 	sampleLoops = 16
-	minCores    = 1.3
+	minShare    = 0.65
 	serialFor   = 200 * time.Millisecond
 )
 
-// cpuSample accumulates the sampled loops.
+// cpuSample accumulates the sampled loops. Only the goroutine owning the
+// pool touches it.
 type cpuSample struct {
-	off        bool  // never sample
-	next       int64 // Unix ns: sample the loops from then on
-	on         bool  // the current loop is sampled
-	start, cpu int64 // the current loop's start (Unix ns) and process CPU time
-	loops      int
-	wall, used int64 // sums over the sampled loops, ns
+	off       bool  // never sample
+	next      int64 // Unix ns: sample the loops from then on
+	loops     int
+	cpu, wall int64 // sums over the sampled loops' chunks, ns
 }
 
 // starved reports whether For should run serially now.
@@ -188,41 +216,38 @@ func (p *pool) starved() bool {
 	return until != 0 && time.Now().UnixNano() < until
 }
 
-// begin starts the measure of a loop if it is time to sample.
-func (s *cpuSample) begin() {
-	s.on = false
-	now := time.Now().UnixNano()
-	if s.off || now < s.next {
-		return
+// due reports whether the next loop is to be sampled.
+func (s *cpuSample) due() bool {
+	if s.off || time.Now().UnixNano() < s.next {
+		return false
 	}
-	cpu, ok := processCPUTime()
-	if !ok {
-		s.next = math.MaxInt64
-		return
+	if _, ok := threadCPUTime(); !ok {
+		s.off = true
+		return false
 	}
-	s.on, s.start, s.cpu = true, now, cpu
+	return true
 }
 
-// end closes the measure of a loop in which others ran helped chunks out of
-// chunks, and when sampleLoops are in, gives the verdict: serialUntil set
-// when the process got less than minCores.
-func (s *cpuSample) end(helped, chunks int, serialUntil *atomic.Int64) {
-	if !s.on || 4*helped < chunks {
+// add takes a sampled loop in which others ran helped chunks out of
+// chunks, its chunks having had cpu ns of their threads' time over wall
+// ns, and when sampleLoops are in, gives the verdict: serialUntil set when
+// the chunks got less than minShare of a core.
+func (s *cpuSample) add(helped, chunks int, cpu, wall int64, serialUntil *atomic.Int64) {
+	if 4*helped < chunks {
 		return
 	}
-	cpu, _ := processCPUTime()
-	now := time.Now().UnixNano()
-	s.wall += now - s.start
-	s.used += cpu - s.cpu
+	s.cpu += cpu
+	s.wall += wall
 	if s.loops++; s.loops < sampleLoops {
 		return
 	}
+	now := time.Now().UnixNano()
 	s.next = now + int64(sampleEvery)
-	if float64(s.used) < minCores*float64(s.wall) {
+	if float64(s.cpu) < minShare*float64(s.wall) {
 		serialUntil.Store(now + int64(serialFor))
 		s.next = now + int64(serialFor)
 	}
-	s.loops, s.wall, s.used = 0, 0, 0
+	s.loops, s.cpu, s.wall = 0, 0, 0
 }
 
 // wait returns once every chunk has finished. The chunks other workers

@@ -104,29 +104,33 @@ func TestForAfterIdle(t *testing.T) {
 	checkCover(t, 100, 1)
 }
 
-// TestForSerialWhenStarved: when the sampled parallel loops got less than
-// minCores of CPU time, For runs its chunks in order on the caller for
-// serialFor; loops the other workers did not take part in are not sampled.
+// TestForSerialWhenStarved: when the chunks of the sampled parallel loops
+// got less than minShare of a core, For runs its chunks in order on the
+// caller for serialFor; loops the other workers did not take part in are
+// not sampled, and chunks that had their cores do not switch.
 func TestForSerialWhenStarved(t *testing.T) {
-	if _, ok := processCPUTime(); !ok {
-		t.Skip("no process CPU time here")
+	if _, ok := threadCPUTime(); !ok {
+		t.Skip("no thread CPU clock here")
 	}
 	var s cpuSample
 	var until atomic.Int64
 	for i := 0; i < 2*sampleLoops; i++ { // the others took no part: no verdict
-		s.begin()
-		s.end(0, 4, &until)
+		s.add(0, 4, 0, 1000, &until)
 	}
 	if until.Load() != 0 || s.loops != 0 {
 		t.Fatalf("loops without the other workers were sampled (%d)", s.loops)
 	}
-	for i := 0; i < sampleLoops; i++ {
-		s.begin()
-		time.Sleep(100 * time.Microsecond) // wall time without CPU time
-		s.end(2, 4, &until)
+	for i := 0; i < sampleLoops; i++ { // each chunk had 90% of a core
+		s.add(2, 4, 180_000, 200_000, &until)
+	}
+	if until.Load() != 0 {
+		t.Fatal("switched to serial loops although the chunks had their cores")
+	}
+	for i := 0; i < sampleLoops; i++ { // two threads on one core
+		s.add(2, 4, 100_000, 200_000, &until)
 	}
 	if until.Load() <= time.Now().UnixNano() {
-		t.Fatal("no switch to serial loops after loops without CPU time")
+		t.Fatal("no switch to serial loops after chunks with half a core")
 	}
 
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
@@ -213,4 +217,33 @@ func BenchmarkSerialWork(b *testing.B) {
 		sink += uint64(spinWork(3 * w))
 	}
 	_ = sink
+}
+
+// TestThreadCPUTime: the thread clock sees tens of µs of work on the
+// running thread, exactly enough that a sampled loop's short chunks are
+// measured (a process clock read at scheduler ticks would see none), and
+// never more time than passed.
+func TestThreadCPUTime(t *testing.T) {
+	if _, ok := threadCPUTime(); !ok {
+		t.Skip("no thread CPU clock here")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	seen := 0
+	const trials = 100
+	for i := 0; i < trials; i++ {
+		c0, _ := threadCPUTime()
+		w0 := time.Now()
+		spinWork(20000) // ~30 µs
+		c1, _ := threadCPUTime()
+		wall := time.Since(w0)
+		if d := time.Duration(c1 - c0); d > wall+time.Millisecond/10 {
+			t.Fatalf("thread CPU time %v over %v of wall time", d, wall)
+		} else if d > 0 {
+			seen++
+		}
+	}
+	if seen < trials*9/10 {
+		t.Fatalf("the thread clock saw the work in %d of %d trials of ~30 µs", seen, trials)
+	}
 }

@@ -38,11 +38,11 @@ func activationLoops() {
 			VMOVUPS(Mem{Base: src, Index: half, Scale: 1}, b)
 			VMOVUPS(Mem{Base: cs}, c)
 			VMULPS(Mem{Base: sn}, sign, s)
-			VMULPS(c, a, t) // a·c
+			VMULPS(c, a, t)  // a·c
 			VMULPS(s, b, Y5) // b·s
 			VSUBPS(Y5, t, t)
 			VMOVUPS(t, Mem{Base: dst})
-			VMULPS(c, b, t) // b·c
+			VMULPS(c, b, t)  // b·c
 			VMULPS(s, a, Y5) // a·s
 			VADDPS(Y5, t, t)
 			VMOVUPS(t, Mem{Base: dst, Index: half, Scale: 1})
