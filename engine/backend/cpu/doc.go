@@ -21,7 +21,16 @@
 //
 // Exponentials (softmax, SwiGLU, log-softmax) go through expInPlace, whose
 // blocks of 8 run in an AVX2+FMA kernel generated with avo by
-// internal/expgen (`go generate`; a test fails when exp_amd64.s is stale).
+// internal/asmgen (`go generate`; a test fails when asm_amd64.s is stale).
+// The same generator writes the vector loops that take the long stretches
+// of the elementwise kernels (vector.go; RoPE, SwiGLU, RMSNorm, the
+// softmax's maximum, shift and scale): the Go compiler does not
+// vectorise, and a scalar max(m, x) loop alone took 60% of the softmax.
+// They compute each element with the Go loop's own operations in its
+// order, never fused, and sums that must run in order (a row's Σ) stay
+// chains of scalar additions, four rows' chains interleaved: the results
+// are the plain loops' bits (plain_test.go, softmax_test.go), so a
+// notebook's numbers do not depend on the machine's vector units.
 //
 // The kernels are written plainly first. Their oracles are the float64
 // twins in kernels_test.go (plain loops, finite differences); an optimised
