@@ -34,12 +34,7 @@ func RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps float32) {
 // rmsScale sets y[i] = x[i]·r·w[i].
 func rmsScale(y, x, w []float32, r float32) {
 	x, w = x[:len(y)], w[:len(y)]
-	i := 0
-	if n8 := vectorLen(len(y)); n8 > 0 {
-		vectorRMSScale(y, x, w, n8, r)
-		i = n8
-	}
-	for ; i < len(y); i++ {
+	for i := vectorPart(len(y), func(n8 int) { vectorRMSScale(y, x, w, n8, r) }); i < len(y); i++ {
 		y[i] = x[i] * r * w[i]
 	}
 }
@@ -69,12 +64,7 @@ func RMSNormBackward(dinp, dweight, dout, inp, weight, rstd []float32, N, C int)
 		for n := 0; n < N; n++ {
 			r := rstd[n]
 			x, dy := inp[n*C+lo:n*C+hi], dout[n*C+lo:n*C+hi]
-			i := 0
-			if n8 := vectorLen(len(dw)); n8 > 0 {
-				vectorRMSWeight(dw, dy, x, n8, r)
-				i = n8
-			}
-			for ; i < len(dw); i++ {
+			for i := vectorPart(len(dw), func(n8 int) { vectorRMSWeight(dw, dy, x, n8, r) }); i < len(dw); i++ {
 				dw[i] += dy[i] * x[i] * r
 			}
 		}
@@ -84,12 +74,7 @@ func RMSNormBackward(dinp, dweight, dout, inp, weight, rstd []float32, N, C int)
 // rmsBack sets dx[i] += r·(w[i]·dy[i] − x[i]·k).
 func rmsBack(dx, x, w, dy []float32, r, k float32) {
 	x, w, dy = x[:len(dx)], w[:len(dx)], dy[:len(dx)]
-	i := 0
-	if n8 := vectorLen(len(dx)); n8 > 0 {
-		vectorRMSBack(dx, x, w, dy, n8, r, k)
-		i = n8
-	}
-	for ; i < len(dx); i++ {
+	for i := vectorPart(len(dx), func(n8 int) { vectorRMSBack(dx, x, w, dy, n8, r, k) }); i < len(dx); i++ {
 		dx[i] += r * (w[i]*dy[i] - x[i]*k)
 	}
 }

@@ -30,12 +30,7 @@ func swiglu(out, gate, up []float32) {
 		m := min(expBlock, len(out)-b)
 		negate(e[:m], gate[b:b+m])
 		expInPlace(e[:m])
-		j := 0
-		if n8 := vectorLen(m); n8 > 0 {
-			vectorSwiGLU(out[b:], gate[b:], up[b:], e[:], n8)
-			j = n8
-		}
-		for ; j < m; j++ {
+		for j := vectorPart(m, func(n8 int) { vectorSwiGLU(out[b:], gate[b:], up[b:], e[:], n8) }); j < m; j++ {
 			out[b+j] = gate[b+j] / (1 + e[j]) * up[b+j]
 		}
 	}
@@ -43,12 +38,7 @@ func swiglu(out, gate, up []float32) {
 
 // negate sets dst[i] = −src[i] over len(dst) floats.
 func negate(dst, src []float32) {
-	j := 0
-	if n8 := vectorLen(len(dst)); n8 > 0 {
-		vectorNeg(dst, src, n8)
-		j = n8
-	}
-	for ; j < len(dst); j++ {
+	for j := vectorPart(len(dst), func(n8 int) { vectorNeg(dst, src, n8) }); j < len(dst); j++ {
 		dst[j] = -src[j]
 	}
 }
@@ -64,12 +54,8 @@ func SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 			m := min(expBlock, hi-b)
 			negate(e[:m], gate[b:b+m])
 			expInPlace(e[:m])
-			j0 := 0
-			if n8 := vectorLen(m); n8 > 0 {
-				vectorSwiGLUBack(dgate[b:], dup[b:], dout[b:], gate[b:], up[b:], e[:], n8)
-				j0 = n8
-			}
-			for j := j0; j < m; j++ {
+			vec := func(n8 int) { vectorSwiGLUBack(dgate[b:], dup[b:], dout[b:], gate[b:], up[b:], e[:], n8) }
+			for j := vectorPart(m, vec); j < m; j++ {
 				i := b + j
 				g, s := gate[i], 1/(1+e[j])
 				dup[i] += dout[i] * g * s

@@ -5,6 +5,16 @@ package cpu
 // the leading multiple of 8 elements (vectorLen) on amd64 gives the same
 // bits as the Go loop that finishes the rest.
 
+// vectorPart runs vec on the leading vectorLen(n) of n elements, if any,
+// and returns where the Go loop that finishes them starts.
+func vectorPart(n int, vec func(n8 int)) int {
+	n8 := vectorLen(n)
+	if n8 > 0 {
+		vec(n8)
+	}
+	return n8
+}
+
 // maxOf returns the largest of x (len(x) ≥ 1), NaN if one of them is NaN,
 // as Go's max does, except that a zero result may have either sign: the
 // callers subtract it and exponentiate, and e^(x−0) = e^(x+0), e^(±0) = 1.
@@ -21,36 +31,21 @@ func maxOf(x []float32) float32 {
 
 // subScalar sets x[i] −= c.
 func subScalar(x []float32, c float32) {
-	i := 0
-	if n8 := vectorLen(len(x)); n8 > 0 {
-		vectorSub(x, n8, c)
-		i = n8
-	}
-	for j := i; j < len(x); j++ {
+	for j := vectorPart(len(x), func(n8 int) { vectorSub(x, n8, c) }); j < len(x); j++ {
 		x[j] -= c
 	}
 }
 
 // scaleBy sets x[i] *= c.
 func scaleBy(x []float32, c float32) {
-	i := 0
-	if n8 := vectorLen(len(x)); n8 > 0 {
-		vectorMul(x, n8, c)
-		i = n8
-	}
-	for j := i; j < len(x); j++ {
+	for j := vectorPart(len(x), func(n8 int) { vectorMul(x, n8, c) }); j < len(x); j++ {
 		x[j] *= c
 	}
 }
 
 // subMul sets x[i] = (x[i] − c)·d.
 func subMul(x []float32, c, d float32) {
-	i := 0
-	if n8 := vectorLen(len(x)); n8 > 0 {
-		vectorSubMul(x, n8, c, d)
-		i = n8
-	}
-	for j := i; j < len(x); j++ {
+	for j := vectorPart(len(x), func(n8 int) { vectorSubMul(x, n8, c, d) }); j < len(x); j++ {
 		x[j] = (x[j] - c) * d
 	}
 }
@@ -59,12 +54,7 @@ func subMul(x []float32, c, d float32) {
 // y; x and y at least as long).
 func addVectors(z, x, y []float32) {
 	x, y = x[:len(z)], y[:len(z)]
-	i := 0
-	if n8 := vectorLen(len(z)); n8 > 0 {
-		vectorAdd(z, x, y, n8)
-		i = n8
-	}
-	for j := i; j < len(z); j++ {
+	for j := vectorPart(len(z), func(n8 int) { vectorAdd(z, x, y, n8) }); j < len(z); j++ {
 		z[j] = x[j] + y[j]
 	}
 }
