@@ -19,11 +19,8 @@ func vectorPart(n int, vec func(n8 int)) int {
 // as Go's max does, except that a zero result may have either sign: the
 // callers subtract it and exponentiate, and e^(x−0) = e^(x+0), e^(±0) = 1.
 func maxOf(x []float32) float32 {
-	m, i := x[0], 0
-	if n8 := vectorLen(len(x)); n8 > 0 {
-		m, i = vectorMax(x, n8), n8
-	}
-	for _, v := range x[i:] {
+	m := x[0]
+	for _, v := range x[vectorPart(len(x), func(n8 int) { m = vectorMax(x, n8) }):] {
 		m = max(m, v)
 	}
 	return m

@@ -142,7 +142,14 @@ type worker struct {
 
 // thePool samples its loops except in tests, which compare GOMAXPROCS=1
 // and 2 and so must run the pool's parallel path whatever the machine's load.
-var thePool = pool{sample: cpuSample{off: testing.Testing()}}
+// Without a thread CPU clock it never samples either.
+var thePool = pool{sample: cpuSample{off: testing.Testing() || !haveThreadClock()}}
+
+// haveThreadClock reports whether threadCPUTime works here.
+func haveThreadClock() bool {
+	_, ok := threadCPUTime()
+	return ok
+}
 
 func (p *pool) run(j *job, helpers int) {
 	p.mu.Lock()
@@ -218,14 +225,7 @@ func (p *pool) starved() bool {
 
 // due reports whether the next loop is to be sampled.
 func (s *cpuSample) due() bool {
-	if s.off || time.Now().UnixNano() < s.next {
-		return false
-	}
-	if _, ok := threadCPUTime(); !ok {
-		s.off = true
-		return false
-	}
-	return true
+	return !s.off && time.Now().UnixNano() >= s.next
 }
 
 // add takes a sampled loop in which others ran helped chunks out of
