@@ -247,7 +247,7 @@ func (t *trainBench) steps(n int) (float64, error) {
 		if err := t.m.Backward(model.Grad{LogProb: t.dlp, Value: t.dvalue}); err != nil {
 			return 0, err
 		}
-		if _, err := t.opt.Step(t.m.Params.Data, t.m.Grads.Data); err != nil {
+		if _, err := t.m.Step(t.opt); err != nil {
 			return 0, err
 		}
 	}

@@ -98,8 +98,10 @@ func runDemo(args []string) error {
 		if err != nil {
 			return err
 		}
-		optim.ClipGradNorm(m.Grads.Data, 1)
-		if _, err := opt.Step(m.Params.Data, m.Grads.Data); err != nil {
+		if _, err := m.ClipGradNorm(1); err != nil {
+			return err
+		}
+		if _, err := m.Step(opt); err != nil {
 			return err
 		}
 		if step == 1 || step%20 == 0 || step == *steps {

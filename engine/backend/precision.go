@@ -3,12 +3,10 @@ package backend
 import (
 	"fmt"
 	"math"
-
-	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
 )
 
-// Precision is the number format of the inputs of the Transformer's matrix
-// products (see SetPrecision). Everything else is float32 at either.
+// Precision is the number format of the inputs of a model's matrix
+// products (see model.Model.Use). Everything else is float32 at either.
 type Precision string
 
 const (
@@ -48,35 +46,4 @@ func RoundBF16(f float32) float32 {
 	}
 	u += 0x7fff + (u>>16)&1
 	return math.Float32frombits(u &^ 0xffff)
-}
-
-// HostBF16 is a bf16 buffer of the CPU backend: float32 values that are
-// each exactly a bfloat16 (RoundBF16's results). Storing them widened
-// costs memory, not accuracy — widening bf16 is exact — and lets GemmBF16
-// run the float32 GEMM kernel on them: products of two bf16 values are
-// exact in float32 (8+8 significant bits), so that kernel is a bf16-input,
-// float32-accumulate product. A distinct type, so that a float32 buffer
-// passed where a bf16 one belongs fails loudly.
-type HostBF16 []float32
-
-// Len is the number of bf16 values.
-func (h HostBF16) Len() int { return len(h) }
-
-// roundGrain is the values per parallel chunk of ToBF16.
-const roundGrain = 1 << 16
-
-func (*CPU) AllocBF16(n int) (Buffer, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("backend cpu: alloc of %d bf16 values", n)
-	}
-	return HostBF16(make([]float32, n)), nil
-}
-
-func (*CPU) ToBF16(dst, src Buffer, n int) {
-	d, s := dst.(HostBF16)[:n], h(src)[:n]
-	parallel.For(n, roundGrain, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			d[i] = RoundBF16(s[i])
-		}
-	})
 }

@@ -105,11 +105,7 @@ func BenchmarkQwen05B(b *testing.B) {
 		reportMemory(b)
 	})
 	b.Run("step", func(b *testing.B) {
-		var groups []optim.Group
-		for _, v := range m.Layout.Views {
-			groups = append(groups, optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay})
-		}
-		opt, err := optim.New(optim.DefaultConfig(), m.Layout.Size, groups)
+		opt, err := m.NewAdamW(optim.DefaultConfig())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -137,7 +133,7 @@ func BenchmarkQwen05B(b *testing.B) {
 			if err := m.Backward(model.Grad{LogProb: dlp}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := opt.Step(m.Params.Data, m.Grads.Data); err != nil {
+			if _, err := m.Step(opt); err != nil {
 				b.Fatal(err)
 			}
 			sec := time.Since(start).Seconds()

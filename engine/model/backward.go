@@ -3,8 +3,6 @@ package model
 import (
 	"errors"
 	"fmt"
-
-	"github.com/ragen-go/ragen/engine/backend/cpu"
 )
 
 // Grad holds ∂loss/∂ of Forward's per-token outputs, aligned like Output:
@@ -45,60 +43,87 @@ func (m *Model) Backward(g Grad) error {
 	}
 	ws.fresh = false
 
+	b := m.b
 	d, V := c.HiddenSize, c.VocabSize
 	nH, nKV, hd := c.NumHeads, c.NumKVHeads, c.HeadDim()
 	C, KV, I := nH*hd, nKV*hd, c.IntermediateSize
-	ws.dres, ws.dln = grow(ws.dres, T*d), grow(ws.dln, T*d)
-	ws.dq, ws.dattOut = grow(ws.dq, T*C), grow(ws.dattOut, T*C)
-	ws.dk, ws.dv = grow(ws.dk, T*KV), grow(ws.dv, T*KV)
-	ws.dgate, ws.dup, ws.dh = grow(ws.dgate, T*I), grow(ws.dup, T*I), grow(ws.dh, T*I)
+	grad := max(C, d, I) // widest output gradient rounded for a product
+	needs := []need{{&ws.dres, T * d}, {&ws.dln, T * d}, {&ws.dq, T * C}, {&ws.dattOut, T * C},
+		{&ws.dk, T * KV}, {&ws.dv, T * KV}, {&ws.datt, b.AttentionStore(ws.lens, nH)},
+		{&ws.dgate, T * I}, {&ws.dup, T * I}, {&ws.dh, T * I}}
+	if useLM {
+		needs = append(needs, need{&ws.dlp, T}, need{&ws.dent, T})
+		grad = max(grad, V)
+	}
+	if g.Value != nil {
+		needs = append(needs, need{&ws.dvl, T})
+	}
+	if err := m.grow(needs...); err != nil {
+		return fmt.Errorf("backward: %w", err)
+	}
+	if err := m.growHalf(T*max(d, C, I), T*grad); err != nil {
+		return fmt.Errorf("backward: %w", err)
+	}
 
 	// Heads: ∂loss/∂lnf from the LM head and the value head.
-	clear(ws.dln)
+	mw := m.mat()
+	x := m.in(0, ws.lnf, T*d)
+	b.Zero(ws.dln)
 	if useLM {
 		ws.dlpRow, ws.dentRow = unalignRows(ws.dlpRow, g.LogProb, ws.lens), unalignRows(ws.dentRow, g.Entropy, ws.lens)
-		cpu.LogSoftmaxBackward(ws.logits, ws.logits, ws.lse, ws.entRow, ws.targets, ws.dlpRow, ws.dentRow, T, V)
-		cpu.MatmulBackward(ws.dln, m.g.lmHead, nil, ws.logits, ws.lnf, m.p.lmHead, T, d, V)
+		if err := b.Upload(ws.dlp, ws.dlpRow); err != nil {
+			return fmt.Errorf("backward: %w", err)
+		}
+		if err := b.Upload(ws.dent, ws.dentRow); err != nil {
+			return fmt.Errorf("backward: %w", err)
+		}
+		b.LogSoftmaxBackward(ws.logits, ws.logits, ws.lse, ws.ent, ws.targets, ws.dlp, ws.dent, T, V)
+		m.linearBackward(ws.dln, m.g.lmHead, nil, ws.logits, x, mw.lmHead, T, d, V)
 	}
 	if g.Value != nil {
 		ws.dvalRow = unalignRows(ws.dvalRow, g.Value, ws.lens)
-		cpu.MatmulBackward(ws.dln, m.g.valueW, m.g.valueB, ws.dvalRow, ws.lnf, m.p.valueW, T, d, 1)
+		if err := b.Upload(ws.dvl, ws.dvalRow); err != nil {
+			return fmt.Errorf("backward: %w", err)
+		}
+		m.linearBackward(ws.dln, m.g.valueW, m.g.valueB, ws.dvl, x, mw.valueW, T, d, 1)
 	}
-	clear(ws.dres)
-	cpu.RMSNormBackward(ws.dres, m.g.norm, ws.dln, ws.final, m.p.norm, ws.rstdf, T, d)
+	b.Zero(ws.dres)
+	b.RMSNormBackward(ws.dres, m.g.norm, ws.dln, ws.final, m.p.norm, ws.rstdf, T, d)
 
 	// Blocks in reverse. On entry dres = ∂loss/∂(block output); each
 	// residual branch adds its contribution into dres, which leaves
 	// ∂loss/∂(block input).
 	for l := len(ws.layers) - 1; l >= 0; l-- {
-		a, w, gw := &ws.layers[l], &m.p.layers[l], &m.g.layers[l]
+		a, w, mm, gw := &ws.layers[l], &m.p.layers[l], &mw.layers[l], &m.g.layers[l]
 		// MLP branch: out = resid2 + down(silu(gate(ln2))·up(ln2)).
-		clear(ws.dh)
-		cpu.MatmulBackward(ws.dh, gw.down, nil, ws.dres, a.h, w.down, T, I, d)
-		clear(ws.dgate)
-		clear(ws.dup)
-		cpu.SwiGLUBackward(ws.dgate, ws.dup, ws.dh, a.gate, a.up, T*I)
-		clear(ws.dln)
-		cpu.MatmulBackward(ws.dln, gw.gate, nil, ws.dgate, a.ln2, w.gate, T, d, I)
-		cpu.MatmulBackward(ws.dln, gw.up, nil, ws.dup, a.ln2, w.up, T, d, I)
-		cpu.RMSNormBackward(ws.dres, gw.postNorm, ws.dln, a.resid2, w.postNorm, a.rstd2, T, d)
+		b.Zero(ws.dh)
+		m.linearBackward(ws.dh, gw.down, nil, ws.dres, m.in(0, a.h, T*I), mm.down, T, I, d)
+		b.Zero(ws.dgate)
+		b.Zero(ws.dup)
+		b.SwiGLUBackward(ws.dgate, ws.dup, ws.dh, a.gate, a.up, T*I)
+		b.Zero(ws.dln)
+		x := m.in(0, a.ln2, T*d)
+		m.linearBackward(ws.dln, gw.gate, nil, ws.dgate, x, mm.gate, T, d, I)
+		m.linearBackward(ws.dln, gw.up, nil, ws.dup, x, mm.up, T, d, I)
+		b.RMSNormBackward(ws.dres, gw.postNorm, ws.dln, a.resid2, w.postNorm, a.rstd2, T, d)
 		// Attention branch: resid2 = resid + o(attention(rope(q), rope(k), v)).
-		clear(ws.dattOut)
-		cpu.MatmulBackward(ws.dattOut, gw.o, nil, ws.dres, a.attOut, w.o, T, C, d)
-		clear(ws.dq)
-		clear(ws.dk)
-		clear(ws.dv)
-		cpu.AttentionBackward(ws.dq, ws.dk, ws.dv, ws.dattOut, a.q, a.k, a.v, ws.lens, nH, nKV, hd)
-		cpu.RopeBackward(ws.dq, m.cos, m.sin, ws.pos, T, nH, hd)
-		cpu.RopeBackward(ws.dk, m.cos, m.sin, ws.pos, T, nKV, hd)
-		clear(ws.dln)
-		cpu.MatmulBackward(ws.dln, gw.q, gw.qb, ws.dq, a.ln1, w.q, T, d, C)
-		cpu.MatmulBackward(ws.dln, gw.k, gw.kb, ws.dk, a.ln1, w.k, T, d, KV)
-		cpu.MatmulBackward(ws.dln, gw.v, gw.vb, ws.dv, a.ln1, w.v, T, d, KV)
-		cpu.RMSNormBackward(ws.dres, gw.inNorm, ws.dln, a.resid, w.inNorm, a.rstd1, T, d)
+		b.Zero(ws.dattOut)
+		m.linearBackward(ws.dattOut, gw.o, nil, ws.dres, m.in(0, a.attOut, T*C), mm.o, T, C, d)
+		b.Zero(ws.dq)
+		b.Zero(ws.dk)
+		b.Zero(ws.dv)
+		b.AttentionBackward(ws.dq, ws.dk, ws.dv, ws.datt, ws.dattOut, a.att, a.q, a.k, a.v, ws.lens, nH, nKV, hd)
+		b.RopeBackward(ws.dq, m.cos, m.sin, ws.pos, T, nH, hd)
+		b.RopeBackward(ws.dk, m.cos, m.sin, ws.pos, T, nKV, hd)
+		b.Zero(ws.dln)
+		x = m.in(0, a.ln1, T*d)
+		m.linearBackward(ws.dln, gw.q, gw.qb, ws.dq, x, mm.q, T, d, C)
+		m.linearBackward(ws.dln, gw.k, gw.kb, ws.dk, x, mm.k, T, d, KV)
+		m.linearBackward(ws.dln, gw.v, gw.vb, ws.dv, x, mm.v, T, d, KV)
+		b.RMSNormBackward(ws.dres, gw.inNorm, ws.dln, a.resid, w.inNorm, a.rstd1, T, d)
 	}
-	cpu.EmbeddingBackward(m.g.embed, ws.dres, ws.tokens, T, d)
-	return nil
+	b.EmbeddingBackward(m.g.embed, ws.dres, ws.tokens, T, d)
+	return b.Err()
 }
 
 // unalignRows is the inverse of alignRows: row[t] = g[t+1] within each
@@ -108,7 +133,7 @@ func unalignRows(row, g []float32, lens []int) []float32 {
 	for _, L := range lens {
 		T += L
 	}
-	row = grow(row, T)
+	row = growHost(row, T)
 	if g == nil {
 		clear(row)
 		return row
@@ -135,7 +160,7 @@ func (m *Model) CrossEntropy(tokens, lens []int, mask []bool) (float32, error) {
 	if err != nil {
 		return 0, err
 	}
-	m.ws.ceGrad = grow(m.ws.ceGrad, len(tokens))
+	m.ws.ceGrad = growHost(m.ws.ceGrad, len(tokens))
 	loss, err := CrossEntropyGrad(m.ws.ceGrad, out.LogProb, lens, mask)
 	if err != nil {
 		return 0, err

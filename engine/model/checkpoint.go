@@ -8,7 +8,8 @@ import (
 )
 
 // Tensors returns every parameter as a checkpoint tensor viewing the flat
-// buffer (no copy), under its Hugging Face name.
+// host buffer Params (no copy), under its Hugging Face name; on a device
+// backend call SyncParams first.
 func (m *Model) Tensors() []checkpoint.Tensor {
 	out := make([]checkpoint.Tensor, len(m.Layout.Views))
 	for i, v := range m.Layout.Views {
@@ -20,6 +21,9 @@ func (m *Model) Tensors() []checkpoint.Tensor {
 // Save writes m as a checkpoint directory (model.safetensors, config.json,
 // tokenizer.json), atomically; extra may add optimizer and trainer state.
 func (m *Model) Save(dir string, tokenizerJSON []byte, extra checkpoint.Checkpoint) error {
+	if err := m.SyncParams(); err != nil {
+		return err
+	}
 	cfg, err := json.MarshalIndent(m.Config, "", "  ")
 	if err != nil {
 		return err

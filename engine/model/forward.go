@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ragen-go/ragen/engine/backend/cpu"
+	"github.com/ragen-go/ragen/engine/backend"
 	"gorgonia.org/tensor"
 )
 
@@ -25,9 +25,9 @@ type Want struct {
 //	Value[i]   = value head at position i−1   (the state before emitting tok[i])
 //
 // The first token of each sequence has no prediction: its entries are 0 and
-// must not be used. Slices are nil for heads not asked for. They point into
-// the model's workspace and are overwritten by the next Forward (Logits
-// already by Backward, which turns them into logit gradients in place).
+// must not be used. Slices are nil for heads not asked for. They are
+// overwritten by the next Forward (Logits, on the CPU, already by
+// Backward, which turns them into logit gradients in place).
 type Output struct {
 	LogProb []float32 // [T]
 	Entropy []float32 // [T]
@@ -37,14 +37,15 @@ type Output struct {
 
 // layerActs are one block's activations, saved for Backward.
 type layerActs struct {
-	resid       []float32 // [T, d] block input
-	ln1, rstd1  []float32 // [T, d], [T]
-	q           []float32 // [T, C] after RoPE
-	k, v        []float32 // [T, KV], k after RoPE
-	attOut      []float32 // [T, C] before o_proj
-	resid2      []float32 // [T, d] after the attention residual
-	ln2, rstd2  []float32 // [T, d], [T]
-	gate, up, h []float32 // [T, I]; h = silu(gate)·up
+	resid       backend.Buffer // [T, d] block input
+	ln1, rstd1  backend.Buffer // [T, d], [T]
+	q           backend.Buffer // [T, C] after RoPE
+	k, v        backend.Buffer // [T, KV], k after RoPE
+	att         backend.Buffer // AttentionStore floats: probabilities a backend keeps
+	attOut      backend.Buffer // [T, C] before o_proj
+	resid2      backend.Buffer // [T, d] after the attention residual
+	ln2, rstd2  backend.Buffer // [T, d], [T]
+	gate, up, h backend.Buffer // [T, I]; h = silu(gate)·up
 }
 
 // workspace holds the last Forward's inputs and activations and the scratch
@@ -56,39 +57,75 @@ type workspace struct {
 	pos        []int // position of each token within its sequence
 	targets    []int // [T] token predicted at row t, −1 at a sequence end
 	layers     []layerActs
-	final      []float32 // [T, d] last block output
-	lnf, rstdf []float32
-	logits     []float32 // [T, V]; becomes ∂loss/∂logits in Backward
-	lse        []float32 // [T]
-	lpRow      []float32 // [T] log-prob of targets[t] at row t
-	entRow     []float32 // [T]
-	valRow     []float32 // [T] value at row t
-	out        Output
-	lm, value  bool // heads evaluated by the last Forward
-	fresh      bool // Forward ran and Backward has not consumed it yet
+	final      backend.Buffer // [T, d] last block output
+	lnf, rstdf backend.Buffer
+	logits     backend.Buffer // [T, V]; becomes ∂loss/∂logits in Backward
+	lse        backend.Buffer // [T]
+	lp, ent    backend.Buffer // [T] log-prob of targets[t] and entropy at row t
+	val        backend.Buffer // [T] value at row t
+	lm, value  bool           // heads evaluated by the last Forward
+	fresh      bool           // Forward ran and Backward has not consumed it yet
 
 	// Backward scratch.
-	dres, dln       []float32 // [T, d]
-	dq, dattOut     []float32 // [T, C]
-	dk, dv          []float32 // [T, KV]
-	dgate, dup, dh  []float32 // [T, I]
-	dlpRow, dentRow []float32 // [T]
-	dvalRow         []float32 // [T]
-	ceGrad          []float32 // [T] CrossEntropy's coefficients
+	dres, dln      backend.Buffer // [T, d]
+	dq, dattOut    backend.Buffer // [T, C]
+	dk, dv         backend.Buffer // [T, KV]
+	datt           backend.Buffer // AttentionStore floats
+	dgate, dup, dh backend.Buffer // [T, I]
+	dlp, dent, dvl backend.Buffer // [T] row gradients of the heads
+
+	attMap backend.Buffer // AttentionMap's probabilities
+
+	// Host copies: per-row results, Forward's aligned Output, Backward's
+	// row gradients.
+	rows                     []float32
+	out                      Output
+	lpHost, entHost, valHost []float32
+	logitsHost               []float32 // Want.Logits, downloaded off the CPU
+	dlpRow, dentRow, dvalRow []float32
+	ceGrad                   []float32 // CrossEntropy's coefficients
 }
 
-// grow returns buf resized to n floats, reallocating only when it is too
-// small. Contents are unspecified.
-func grow(buf []float32, n int) []float32 {
+// buffers lists every backend buffer of the workspace.
+func (ws *workspace) buffers() []backend.Buffer {
+	bufs := []backend.Buffer{ws.final, ws.lnf, ws.rstdf, ws.logits, ws.lse, ws.lp, ws.ent, ws.val,
+		ws.dres, ws.dln, ws.dq, ws.dattOut, ws.dk, ws.dv, ws.datt, ws.dgate, ws.dup, ws.dh, ws.dlp, ws.dent, ws.dvl, ws.attMap}
+	for _, a := range ws.layers {
+		bufs = append(bufs, a.resid, a.ln1, a.rstd1, a.q, a.k, a.v, a.att, a.attOut, a.resid2, a.ln2, a.rstd2, a.gate, a.up, a.h)
+	}
+	return bufs
+}
+
+// need is a workspace buffer and the values it must hold.
+type need struct {
+	buf *backend.Buffer
+	n   int
+}
+
+// grow makes every buffer of needs hold at least its n floats
+// (contents unspecified), reallocating only the ones that are too small.
+func (m *Model) grow(needs ...need) error {
+	for _, x := range needs {
+		if *x.buf != nil && (*x.buf).Len() >= x.n {
+			continue
+		}
+		if *x.buf != nil {
+			m.b.Free(*x.buf)
+			*x.buf = nil
+		}
+		var err error
+		if *x.buf, err = m.b.Alloc(x.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// growHost returns buf resized to n floats, reallocating only when it is
+// too small. Contents are unspecified.
+func growHost(buf []float32, n int) []float32 {
 	if cap(buf) < n {
 		return make([]float32, n)
-	}
-	return buf[:n]
-}
-
-func growInts(buf []int, n int) []int {
-	if cap(buf) < n {
-		return make([]int, n)
 	}
 	return buf[:n]
 }
@@ -141,110 +178,146 @@ func (m *Model) Forward(tokens, lens []int, want Want) (*Output, error) {
 	if err := c.checkBatch(tokens, lens); err != nil {
 		return nil, fmt.Errorf("forward: %w", err)
 	}
-	ws := &m.ws
-	m.prepare(tokens, lens)
+	if err := m.prepare(tokens, lens, want); err != nil {
+		return nil, fmt.Errorf("forward: %w", err)
+	}
+	b, ws := m.b, &m.ws
 	T, d, V := ws.T, c.HiddenSize, c.VocabSize
 	nH, nKV, hd := c.NumHeads, c.NumKVHeads, c.HeadDim()
 	C, KV, I := nH*hd, nKV*hd, c.IntermediateSize
 	eps := float32(c.RMSNormEps)
 
-	cpu.EmbeddingForward(ws.layers[0].resid, ws.tokens, m.p.embed, T, d)
+	mw := m.mat()
+	b.EmbeddingForward(ws.layers[0].resid, ws.tokens, m.p.embed, T, d)
 	for l := range ws.layers {
-		a, w := &ws.layers[l], &m.p.layers[l]
-		cpu.RMSNormForward(a.ln1, a.rstd1, a.resid, w.inNorm, T, d, eps)
-		cpu.MatmulForward(a.q, a.ln1, w.q, w.qb, T, d, C)
-		cpu.MatmulForward(a.k, a.ln1, w.k, w.kb, T, d, KV)
-		cpu.MatmulForward(a.v, a.ln1, w.v, w.vb, T, d, KV)
-		cpu.RopeForward(a.q, m.cos, m.sin, ws.pos, T, nH, hd)
-		cpu.RopeForward(a.k, m.cos, m.sin, ws.pos, T, nKV, hd)
-		cpu.AttentionForward(a.attOut, a.q, a.k, a.v, ws.lens, nH, nKV, hd)
-		cpu.MatmulForward(a.resid2, a.attOut, w.o, nil, T, C, d)
-		cpu.ResidualForward(a.resid2, a.resid2, a.resid, T*d)
-		cpu.RMSNormForward(a.ln2, a.rstd2, a.resid2, w.postNorm, T, d, eps)
-		cpu.MatmulForward(a.gate, a.ln2, w.gate, nil, T, d, I)
-		cpu.MatmulForward(a.up, a.ln2, w.up, nil, T, d, I)
-		cpu.SwiGLUForward(a.h, a.gate, a.up, T*I)
+		a, w, mm := &ws.layers[l], &m.p.layers[l], &mw.layers[l]
+		b.RMSNormForward(a.ln1, a.rstd1, a.resid, w.inNorm, T, d, eps)
+		x := m.in(0, a.ln1, T*d)
+		m.linear(a.q, x, mm.q, w.qb, T, d, C)
+		m.linear(a.k, x, mm.k, w.kb, T, d, KV)
+		m.linear(a.v, x, mm.v, w.vb, T, d, KV)
+		b.RopeForward(a.q, m.cos, m.sin, ws.pos, T, nH, hd)
+		b.RopeForward(a.k, m.cos, m.sin, ws.pos, T, nKV, hd)
+		b.AttentionForward(a.attOut, a.att, a.q, a.k, a.v, ws.lens, nH, nKV, hd)
+		m.linear(a.resid2, m.in(0, a.attOut, T*C), mm.o, nil, T, C, d)
+		b.Add(a.resid2, a.resid2, a.resid, T*d)
+		b.RMSNormForward(a.ln2, a.rstd2, a.resid2, w.postNorm, T, d, eps)
+		x = m.in(0, a.ln2, T*d)
+		m.linear(a.gate, x, mm.gate, nil, T, d, I)
+		m.linear(a.up, x, mm.up, nil, T, d, I)
+		b.SwiGLUForward(a.h, a.gate, a.up, T*I)
 		next := ws.final
 		if l+1 < len(ws.layers) {
 			next = ws.layers[l+1].resid
 		}
-		cpu.MatmulForward(next, a.h, w.down, nil, T, I, d)
-		cpu.ResidualForward(next, next, a.resid2, T*d)
+		m.linear(next, m.in(0, a.h, T*I), mm.down, nil, T, I, d)
+		b.Add(next, next, a.resid2, T*d)
 	}
-	cpu.RMSNormForward(ws.lnf, ws.rstdf, ws.final, m.p.norm, T, d, eps)
+	b.RMSNormForward(ws.lnf, ws.rstdf, ws.final, m.p.norm, T, d, eps)
+	x := m.in(0, ws.lnf, T*d) // the input of both heads
 
 	ws.lm, ws.value, ws.fresh = want.LM, want.Value, true
 	ws.out = Output{}
+	ws.rows = growHost(ws.rows, T)
+	var err error
 	if want.LM {
-		ws.logits = grow(ws.logits, T*V)
-		ws.lse, ws.lpRow, ws.entRow = grow(ws.lse, T), grow(ws.lpRow, T), grow(ws.entRow, T)
-		cpu.MatmulForward(ws.logits, ws.lnf, m.p.lmHead, nil, T, d, V)
-		cpu.LogSoftmaxForward(ws.lse, ws.lpRow, ws.entRow, ws.logits, ws.targets, T, V)
-		ws.out.LogProb = alignRows(ws.out.LogProb, ws.lpRow, lens)
-		ws.out.Entropy = alignRows(ws.out.Entropy, ws.entRow, lens)
-		if want.Logits {
-			ws.out.Logits = ws.logits
+		m.linear(ws.logits, x, mw.lmHead, nil, T, d, V)
+		b.LogSoftmaxForward(ws.lse, ws.lp, ws.ent, ws.logits, ws.targets, T, V)
+		if ws.lpHost, err = m.aligned(ws.lpHost, ws.lp); err == nil {
+			ws.entHost, err = m.aligned(ws.entHost, ws.ent)
+		}
+		ws.out.LogProb, ws.out.Entropy = ws.lpHost, ws.entHost
+		if want.Logits && err == nil {
+			if x, ok := backend.HostFloats(ws.logits); ok {
+				ws.out.Logits = x[:T*V]
+			} else {
+				ws.logitsHost = growHost(ws.logitsHost, T*V)
+				err = b.Download(ws.logitsHost, ws.logits)
+				ws.out.Logits = ws.logitsHost
+			}
 		}
 	}
-	if want.Value {
-		ws.valRow = grow(ws.valRow, T)
-		cpu.MatmulForward(ws.valRow, ws.lnf, m.p.valueW, m.p.valueB, T, d, 1)
-		ws.out.Value = alignRows(ws.out.Value, ws.valRow, lens)
+	if want.Value && err == nil {
+		m.linear(ws.val, x, mw.valueW, m.p.valueB, T, d, 1)
+		ws.valHost, err = m.aligned(ws.valHost, ws.val)
+		ws.out.Value = ws.valHost
+	}
+	if err != nil {
+		ws.fresh = false
+		return nil, fmt.Errorf("forward: %w", err)
 	}
 	return &ws.out, nil
 }
 
-// alignRows maps per-row results to per-token ones: dst[i] = row[i−1]
-// within each sequence, dst[first] = 0. dst is reused when large enough.
-func alignRows(dst, row []float32, lens []int) []float32 {
-	dst = grow(dst, len(row))
+// aligned downloads the per-row results in rows and maps them to per-token
+// ones (see Output): dst[i] = row[i−1] within each sequence, dst[first] =
+// 0. dst is reused when large enough.
+func (m *Model) aligned(dst []float32, rows backend.Buffer) ([]float32, error) {
+	ws := &m.ws
+	if err := m.b.Download(ws.rows, rows); err != nil {
+		return dst, err
+	}
+	dst = growHost(dst, ws.T)
 	o := 0
-	for _, L := range lens {
+	for _, L := range ws.lens {
 		dst[o] = 0
-		copy(dst[o+1:o+L], row[o:o+L-1])
+		copy(dst[o+1:o+L], ws.rows[o:o+L-1])
 		o += L
 	}
-	return dst
+	return dst, nil
 }
 
-// prepare copies the batch into the workspace and sizes its buffers.
-func (m *Model) prepare(tokens, lens []int) {
+// prepare copies the batch into the workspace, derives positions and
+// targets, and sizes the buffers of the heads asked for.
+func (m *Model) prepare(tokens, lens []int, want Want) error {
 	c, ws := m.Config, &m.ws
 	T := len(tokens)
 	ws.T = T
 	ws.tokens = append(ws.tokens[:0], tokens...)
 	ws.lens = append(ws.lens[:0], lens...)
-	ws.pos, ws.targets = growInts(ws.pos, T), growInts(ws.targets, T)
+	ws.pos, ws.targets = ws.pos[:0], ws.targets[:0]
 	o := 0
 	for _, L := range lens {
 		for i := 0; i < L; i++ {
-			ws.pos[o+i] = i
-			ws.targets[o+i] = -1
+			tgt := -1
 			if i+1 < L {
-				ws.targets[o+i] = tokens[o+i+1]
+				tgt = tokens[o+i+1]
 			}
+			ws.pos, ws.targets = append(ws.pos, i), append(ws.targets, tgt)
 		}
 		o += L
 	}
-	d, C, KV, I := c.HiddenSize, c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim(), c.IntermediateSize
+	d, V, I := c.HiddenSize, c.VocabSize, c.IntermediateSize
+	C, KV := c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim()
+	att := m.b.AttentionStore(lens, c.NumHeads)
 	if len(ws.layers) != c.NumLayers {
 		ws.layers = make([]layerActs, c.NumLayers)
 	}
+	var needs []need
 	for l := range ws.layers {
 		a := &ws.layers[l]
-		a.resid, a.ln1, a.rstd1 = grow(a.resid, T*d), grow(a.ln1, T*d), grow(a.rstd1, T)
-		a.q, a.k, a.v = grow(a.q, T*C), grow(a.k, T*KV), grow(a.v, T*KV)
-		a.attOut = grow(a.attOut, T*C)
-		a.resid2, a.ln2, a.rstd2 = grow(a.resid2, T*d), grow(a.ln2, T*d), grow(a.rstd2, T)
-		a.gate, a.up, a.h = grow(a.gate, T*I), grow(a.up, T*I), grow(a.h, T*I)
+		needs = append(needs, need{&a.resid, T * d}, need{&a.ln1, T * d}, need{&a.rstd1, T},
+			need{&a.q, T * C}, need{&a.k, T * KV}, need{&a.v, T * KV}, need{&a.att, att}, need{&a.attOut, T * C},
+			need{&a.resid2, T * d}, need{&a.ln2, T * d}, need{&a.rstd2, T},
+			need{&a.gate, T * I}, need{&a.up, T * I}, need{&a.h, T * I})
 	}
-	ws.final, ws.lnf, ws.rstdf = grow(ws.final, T*d), grow(ws.lnf, T*d), grow(ws.rstdf, T)
+	needs = append(needs, need{&ws.final, T * d}, need{&ws.lnf, T * d}, need{&ws.rstdf, T})
+	if want.LM {
+		needs = append(needs, need{&ws.logits, T * V}, need{&ws.lse, T}, need{&ws.lp, T}, need{&ws.ent, T})
+	}
+	if want.Value {
+		needs = append(needs, need{&ws.val, T})
+	}
+	if err := m.grow(needs...); err != nil {
+		return err
+	}
+	return m.growHalf(T * max(d, C, I))
 }
 
 // AttentionMap returns the attention probabilities of one head in one layer
 // for one sequence of the last Forward, as an L×L tensor (row i: how much
-// position i attends to each position ≤ i). Forward does not keep them, so
-// they are recomputed from its saved queries and keys, to the same floats.
+// position i attends to each position ≤ i). They are recomputed from the
+// Forward's saved queries and keys, to the same floats.
 func (m *Model) AttentionMap(layer, seq, head int) (*tensor.Dense, error) {
 	ws, c := &m.ws, m.Config
 	switch {
@@ -263,8 +336,16 @@ func (m *Model) AttentionMap(layer, seq, head int) (*tensor.Dense, error) {
 	for _, n := range ws.lens[:seq] {
 		o += n
 	}
-	a := &ws.layers[layer]
+	if err := m.grow(need{&ws.attMap, L * L}); err != nil {
+		return nil, fmt.Errorf("attention map: %w", err)
+	}
+	a, b := &ws.layers[layer], m.b
+	q := b.Slice(a.q, o*C+head*hd, (L-1)*C+hd)
+	k := b.Slice(a.k, o*KV+g*hd, (L-1)*KV+hd)
+	b.AttentionProbs(ws.attMap, q, k, L, hd, C, KV)
 	p := make([]float32, L*L)
-	cpu.AttentionProbs(p, a.q[o*C+head*hd:], a.k[o*KV+g*hd:], L, hd, C, KV)
+	if err := b.Download(p, ws.attMap); err != nil {
+		return nil, fmt.Errorf("attention map: %w", err)
+	}
 	return tensor.New(tensor.WithShape(L, L), tensor.WithBacking(p)), nil
 }

@@ -4,13 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
 	"github.com/ragen-go/ragen/engine/sample"
 )
-
-// sampleGrain is about the logits per chunk of Generate's parallel
-// sampling (a row costs ~20 ns per vocabulary entry: 512 entries, 10 µs).
-const sampleGrain = 2048
 
 // Request is one sequence's part in a Generate call.
 type Request struct {
@@ -66,22 +61,18 @@ func (d *Decoder) Generate(reqs []Request, o GenerateOptions) ([][]int, error) {
 	for i := range live {
 		live[i] = i
 	}
-	// The rows are sampled in parallel, each with its request's RNG and a
-	// sampler (scratch only) per chunk: a sequence's token depends on its
-	// logits and its RNG alone. Requests that share an RNG would draw from
-	// it in row order, so they are sampled serially.
-	grain := max(1, sampleGrain/V)
-	if sharedRNG(reqs) {
-		grain = len(reqs)
-	}
-	samplers := make([]sample.Sampler, parallel.Chunks(len(reqs), grain))
-	toks := make([]int, len(reqs))
+	var rngs []*sample.RNG
 	for len(live) > 0 {
-		parallel.For(len(live), grain, func(chunk, lo, hi int) {
-			for row := lo; row < hi; row++ {
-				toks[row] = samplers[chunk].Sample(logits[row*V:(row+1)*V], o.Sample, reqs[live[row]].RNG)
-			}
-		})
+		// One draw per row from its request's RNG (Backend.Sample): a
+		// sequence's token depends on its logits and its RNG alone.
+		rngs = rngs[:0]
+		for _, i := range live {
+			rngs = append(rngs, reqs[i].RNG)
+		}
+		toks, err := d.m.b.Sample(logits, len(live), V, o.Sample, rngs)
+		if err != nil {
+			return nil, fmt.Errorf("generate: %w", err)
+		}
 		next := live[:0]
 		ids, chunks = ids[:0], chunks[:0]
 		for row, i := range live {
@@ -99,24 +90,9 @@ func (d *Decoder) Generate(reqs []Request, o GenerateOptions) ([][]int, error) {
 		if len(live) == 0 {
 			break
 		}
-		if logits, err = d.Append(ids, chunks); err != nil {
+		if logits, err = d.append(ids, chunks, 0); err != nil {
 			return nil, fmt.Errorf("generate: %w", err)
 		}
 	}
 	return out, nil
-}
-
-// sharedRNG reports whether two requests use the same RNG.
-func sharedRNG(reqs []Request) bool {
-	seen := make(map[*sample.RNG]bool, len(reqs))
-	for _, r := range reqs {
-		if r.RNG == nil {
-			continue
-		}
-		if seen[r.RNG] {
-			return true
-		}
-		seen[r.RNG] = true
-	}
-	return false
 }

@@ -57,8 +57,10 @@ func TestLearnsToCopy(t *testing.T) {
 		if err := m.Backward(Grad{LogProb: dlp}); err != nil {
 			t.Fatal(err)
 		}
-		optim.ClipGradNorm(m.Grads.Data, 1.0)
-		if _, err := opt.Step(m.Params.Data, m.Grads.Data); err != nil {
+		if _, err := m.ClipGradNorm(1.0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Step(opt); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"github.com/ragen-go/ragen/engine/backend"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -155,7 +156,8 @@ func TestGOMAXPROCSBitIdentical(t *testing.T) {
 			t.Fatal(err)
 		}
 		out = append([]float32{float32(l)}, m.ws.out.Value...)
-		out = append(out, m.ws.lse...)
+		lse, _ := backend.HostFloats(m.ws.lse)
+		out = append(out, lse...)
 		return out, slices.Clone(m.Grads.Data)
 	}
 	o1, g1 := run(1)

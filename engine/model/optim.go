@@ -2,11 +2,32 @@ package model
 
 import "github.com/ragen-go/ragen/engine/optim"
 
-// NewAdamW returns AdamW over the model's flat parameters with weight decay
-// on the matrices only (see OptimGroups).
+// NewAdamW returns AdamW over the model's flat parameters, on its backend,
+// with weight decay on the matrices only (see OptimGroups).
 func (m *Model) NewAdamW(cfg optim.Config) (*optim.AdamW, error) {
-	return optim.New(cfg, m.Layout.Size, m.Layout.OptimGroups())
+	return optim.New(m.b, cfg, m.Layout.Size, m.Layout.OptimGroups())
 }
+
+// Step applies one update of o (made by NewAdamW) to the parameters with
+// the current gradients, refreshes their bf16 copy at BF16, and returns
+// the learning rate it used.
+func (m *Model) Step(o *optim.AdamW) (float64, error) {
+	lr, err := o.Step(m.params, m.grads)
+	if err != nil {
+		return lr, err
+	}
+	m.Refresh()
+	return lr, m.b.Err()
+}
+
+// ClipGradNorm scales the gradients to an L2 norm of at most maxNorm
+// (optim.ClipGradNorm) and returns the norm before clipping.
+func (m *Model) ClipGradNorm(maxNorm float64) (float64, error) {
+	return optim.ClipGradNorm(m.b, m.grads, maxNorm)
+}
+
+// GradNorm returns the L2 norm of the gradients.
+func (m *Model) GradNorm() (float64, error) { return optim.GradNorm(m.b, m.grads) }
 
 // OptimGroups are the optimizer groups of a layout: one per view, with
 // weight decay where the layout marks it (matrices and embeddings).

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ragen-go/ragen/engine/backend"
 	"gorgonia.org/tensor"
 )
 
@@ -143,48 +144,57 @@ func (l *Layout) similar(name string) string {
 	return strings.Join(names, ", ")
 }
 
-// layerWeights are the slices of one transformer block inside a Buffer.
+// layerWeights are one transformer block's views of a backend buffer.
 type layerWeights struct {
-	inNorm     []float32 // [d]
-	q, k, v    []float32 // [nH·hd, d], [nKV·hd, d], [nKV·hd, d]
-	qb, kb, vb []float32 // biases, nil without attention_bias
-	o          []float32 // [d, nH·hd]
-	postNorm   []float32 // [d]
-	gate, up   []float32 // [I, d]
-	down       []float32 // [d, I]
+	inNorm     backend.Buffer // [d]
+	q, k, v    backend.Buffer // [nH·hd, d], [nKV·hd, d], [nKV·hd, d]
+	qb, kb, vb backend.Buffer // biases, nil without attention_bias
+	o          backend.Buffer // [d, nH·hd]
+	postNorm   backend.Buffer // [d]
+	gate, up   backend.Buffer // [I, d]
+	down       backend.Buffer // [d, I]
 }
 
-// weights are the model's tensors inside a Buffer (parameters or gradients).
+// weights are the model's tensors inside a backend buffer laid out by the
+// Layout (parameters, gradients, or the bf16 copy).
 type weights struct {
-	embed  []float32 // [V, d]
+	embed  backend.Buffer // [V, d]
 	layers []layerWeights
-	norm   []float32 // [d]
-	lmHead []float32 // [V, d]; aliases embed when tied; nil without LM head
-	valueW []float32 // [d]; nil without value head
-	valueB []float32 // [1]
+	norm   backend.Buffer // [d]
+	lmHead backend.Buffer // [V, d]; aliases embed when tied; nil without LM head
+	valueW backend.Buffer // [d]; nil without value head
+	valueB backend.Buffer // [1]
 }
 
-func carve(b *Buffer, c Config) weights {
-	w := weights{embed: b.Slice("model.embed_tokens.weight"), norm: b.Slice("model.norm.weight")}
+// carve returns the views of buf, a backend buffer of Layout.Size values.
+func (m *Model) carve(buf backend.Buffer) weights {
+	c := m.Config
+	s := func(name string) backend.Buffer {
+		v, ok := m.Layout.Lookup(name)
+		if !ok {
+			return nil
+		}
+		return m.b.Slice(buf, v.Offset, v.Size)
+	}
+	w := weights{embed: s("model.embed_tokens.weight"), norm: s("model.norm.weight"),
+		valueW: s("value_head.weight"), valueB: s("value_head.bias")}
 	for i := 0; i < c.NumLayers; i++ {
-		s := func(n string) []float32 { return b.Slice(fmt.Sprintf("model.layers.%d.%s", i, n)) }
+		p := fmt.Sprintf("model.layers.%d.", i)
 		w.layers = append(w.layers, layerWeights{
-			inNorm: s("input_layernorm.weight"),
-			q:      s("self_attn.q_proj.weight"), k: s("self_attn.k_proj.weight"), v: s("self_attn.v_proj.weight"),
-			qb: s("self_attn.q_proj.bias"), kb: s("self_attn.k_proj.bias"), vb: s("self_attn.v_proj.bias"),
-			o:        s("self_attn.o_proj.weight"),
-			postNorm: s("post_attention_layernorm.weight"),
-			gate:     s("mlp.gate_proj.weight"), up: s("mlp.up_proj.weight"), down: s("mlp.down_proj.weight"),
+			inNorm: s(p + "input_layernorm.weight"),
+			q:      s(p + "self_attn.q_proj.weight"), k: s(p + "self_attn.k_proj.weight"), v: s(p + "self_attn.v_proj.weight"),
+			qb: s(p + "self_attn.q_proj.bias"), kb: s(p + "self_attn.k_proj.bias"), vb: s(p + "self_attn.v_proj.bias"),
+			o:        s(p + "self_attn.o_proj.weight"),
+			postNorm: s(p + "post_attention_layernorm.weight"),
+			gate:     s(p + "mlp.gate_proj.weight"), up: s(p + "mlp.up_proj.weight"), down: s(p + "mlp.down_proj.weight"),
 		})
 	}
 	if c.LMHead {
-		w.lmHead = b.Slice("lm_head.weight")
+		w.lmHead = s("lm_head.weight")
 		if c.TieWordEmbeddings {
 			w.lmHead = w.embed
 		}
 	}
-	w.valueW = b.Slice("value_head.weight")
-	w.valueB = b.Slice("value_head.bias")
 	return w
 }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
+	"github.com/ragen-go/ragen/engine/backend"
 )
 
 // Config holds AdamW's hyper-parameters and the learning-rate schedule.
@@ -105,8 +105,10 @@ type Group struct {
 	Decay        bool
 }
 
-// AdamW is torch.optim.AdamW (amsgrad off) over one flat parameter buffer.
-// For each parameter θ with gradient g, at update t = T+1:
+// AdamW is torch.optim.AdamW (amsgrad off) over one flat parameter buffer
+// on a backend: its moments live there too, and each update is the
+// backend's AdamW op per group. For each parameter θ with gradient g, at
+// update t = T+1:
 //
 //	θ ← θ·(1 - lr·λ)                  (groups with Decay only)
 //	m ← β1·m + (1-β1)·g
@@ -119,13 +121,14 @@ type Group struct {
 type AdamW struct {
 	Config
 	Groups []Group
-	M, V   []float32 // (N) first and second moments: torch's exp_avg, exp_avg_sq
-	T      int       // updates done so far; torch's state["step"]
+	M, V   backend.Buffer // (N) first and second moments: torch's exp_avg, exp_avg_sq
+	T      int            // updates done so far; torch's state["step"]
+	b      backend.Backend
 }
 
-// New returns an AdamW for n parameters with zero moments. Groups must lie
-// inside [0, n) and must not overlap.
-func New(cfg Config, n int, groups []Group) (*AdamW, error) {
+// New returns an AdamW for n parameters on b with zero moments. Groups
+// must lie inside [0, n) and must not overlap.
+func New(b backend.Backend, cfg Config, n int, groups []Group) (*AdamW, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("adamw config: %w", err)
 	}
@@ -143,7 +146,22 @@ func New(cfg Config, n int, groups []Group) (*AdamW, error) {
 			}
 		}
 	}
-	return &AdamW{Config: cfg, Groups: gs, M: make([]float32, n), V: make([]float32, n)}, nil
+	o := &AdamW{Config: cfg, Groups: gs, b: b}
+	var err error
+	if o.M, err = b.Alloc(n); err != nil {
+		return nil, fmt.Errorf("adamw: first moment: %w", err)
+	}
+	if o.V, err = b.Alloc(n); err != nil {
+		b.Free(o.M)
+		return nil, fmt.Errorf("adamw: second moment: %w", err)
+	}
+	return o, nil
+}
+
+// Free releases the moments.
+func (o *AdamW) Free() {
+	o.b.Free(o.M)
+	o.b.Free(o.V)
 }
 
 // SetState restores the moments and the update count saved from another
@@ -152,67 +170,51 @@ func (o *AdamW) SetState(t int, m, v []float32) error {
 	switch {
 	case t < 0:
 		return fmt.Errorf("adamw state: step must be >= 0 (got %d)", t)
-	case len(m) != len(o.M):
-		return fmt.Errorf("adamw state: first moment has %d values, want %d", len(m), len(o.M))
-	case len(v) != len(o.V):
-		return fmt.Errorf("adamw state: second moment has %d values, want %d", len(v), len(o.V))
+	case len(m) != o.M.Len():
+		return fmt.Errorf("adamw state: first moment has %d values, want %d", len(m), o.M.Len())
+	case len(v) != o.V.Len():
+		return fmt.Errorf("adamw state: second moment has %d values, want %d", len(v), o.V.Len())
 	}
-	copy(o.M, m)
-	copy(o.V, v)
+	if err := o.b.Upload(o.M, m); err != nil {
+		return fmt.Errorf("adamw state: %w", err)
+	}
+	if err := o.b.Upload(o.V, v); err != nil {
+		return fmt.Errorf("adamw state: %w", err)
+	}
 	o.T = t
 	return nil
 }
 
-// adamGrain is the number of parameters per parallel chunk: large enough
-// that waking a worker (20–100 µs here) is worth it.
-const adamGrain = 1 << 16
+// Scalars returns the constants of update number t (1 for the first) at
+// learning rate lr, as torch computes them: Python floats (float64),
+// rounded to float32 where they meet the float32 tensors; decay says
+// whether weight decay applies.
+func Scalars(c Config, t int, lr float64, decay bool) backend.AdamWScalars {
+	s := backend.AdamWScalars{
+		Decay: 1,
+		Beta1: float32(c.Beta1), OneMinusBeta1: float32(1 - c.Beta1),
+		Beta2: float32(c.Beta2), OneMinusBeta2: float32(1 - c.Beta2),
+		Eps:      float32(c.Eps),
+		StepSize: float32(lr / (1 - math.Pow(c.Beta1, float64(t)))),
+		Bc2Sqrt:  float32(math.Sqrt(1 - math.Pow(c.Beta2, float64(t)))),
+	}
+	if decay {
+		s.Decay = float32(1 - lr*c.WeightDecay)
+	}
+	return s
+}
 
 // Step applies one update with the scheduled learning rate LRAt(T) and
 // returns that rate. grads is read, not modified (clip it first).
-func (o *AdamW) Step(params, grads []float32) (float64, error) {
-	if len(params) != len(o.M) || len(grads) != len(o.M) {
-		return 0, fmt.Errorf("adamw: got %d parameters and %d gradients, want %d of each", len(params), len(grads), len(o.M))
+func (o *AdamW) Step(params, grads backend.Buffer) (float64, error) {
+	if params.Len() != o.M.Len() || grads.Len() != o.M.Len() {
+		return 0, fmt.Errorf("adamw: got %d parameters and %d gradients, want %d of each", params.Len(), grads.Len(), o.M.Len())
 	}
 	lr := o.LRAt(o.T)
 	o.T++
-	t := float64(o.T)
-	// Scalars as torch computes them: Python floats (float64), rounded to
-	// float32 where they meet the float32 tensors.
-	k := adamwScalars{
-		beta1: float32(o.Beta1), oneMinusBeta1: float32(1 - o.Beta1),
-		beta2: float32(o.Beta2), oneMinusBeta2: float32(1 - o.Beta2),
-		eps:      float32(o.Eps),
-		stepSize: float32(lr / (1 - math.Pow(o.Beta1, t))),
-		bc2Sqrt:  float32(math.Sqrt(1 - math.Pow(o.Beta2, t))),
-	}
 	for _, g := range o.Groups {
-		k.decay = 1
-		if g.Decay {
-			k.decay = float32(1 - lr*o.WeightDecay)
-		}
-		p, gr := params[g.Offset:g.Offset+g.Size], grads[g.Offset:g.Offset+g.Size]
-		m, v := o.M[g.Offset:g.Offset+g.Size], o.V[g.Offset:g.Offset+g.Size]
-		parallel.For(g.Size, adamGrain, func(_, lo, hi int) {
-			adamwKernel(p[lo:hi], m[lo:hi], v[lo:hi], gr[lo:hi], k)
-		})
+		sl := func(x backend.Buffer) backend.Buffer { return o.b.Slice(x, g.Offset, g.Size) }
+		o.b.AdamW(sl(params), sl(o.M), sl(o.V), sl(grads), g.Size, Scalars(o.Config, o.T, lr, g.Decay))
 	}
-	return lr, nil
-}
-
-// adamwScalars are the per-update constants of adamwKernel, in float32.
-type adamwScalars struct {
-	decay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, eps, stepSize, bc2Sqrt float32
-}
-
-// adamwKernel updates one chunk (p, m, v, g of the same length) in torch's
-// order: decay, moments, then θ -= stepSize · m / (√v/bc2Sqrt + ε).
-func adamwKernel(p, m, v, g []float32, k adamwScalars) {
-	m, v, g = m[:len(p)], v[:len(p)], g[:len(p)]
-	for i := range p {
-		gi := g[i]
-		m[i] = k.beta1*m[i] + k.oneMinusBeta1*gi
-		v[i] = k.beta2*v[i] + k.oneMinusBeta2*gi*gi
-		denom := float32(math.Sqrt(float64(v[i])))/k.bc2Sqrt + k.eps
-		p[i] = p[i]*k.decay - k.stepSize*(m[i]/denom)
-	}
+	return lr, o.b.Err()
 }

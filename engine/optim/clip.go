@@ -3,30 +3,15 @@ package optim
 import (
 	"math"
 
-	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
+	"github.com/ragen-go/ragen/engine/backend"
 )
 
-// normGrain is the number of values per chunk of the norm reduction. It
-// fixes the summation order, so it must not depend on the machine.
-const normGrain = 1 << 15
-
 // GradNorm returns the L2 norm √Σg² of the whole gradient buffer, summed in
-// float64 per fixed chunk and the chunk partials added in chunk order:
-// bit-identical whatever GOMAXPROCS.
-func GradNorm(grads []float32) float64 {
-	partial := make([]float64, parallel.Chunks(len(grads), normGrain))
-	parallel.For(len(grads), normGrain, func(c, lo, hi int) {
-		var s float64
-		for _, g := range grads[lo:hi] {
-			s += float64(g) * float64(g)
-		}
-		partial[c] = s
-	})
-	var s float64
-	for _, p := range partial {
-		s += p
-	}
-	return math.Sqrt(s)
+// float64 in a fixed order by the backend (on the CPU: per fixed chunk,
+// the chunk partials added in chunk order): bit-identical whatever
+// GOMAXPROCS.
+func GradNorm(b backend.Backend, grads backend.Buffer) (float64, error) {
+	return b.GradNorm(grads, grads.Len())
 }
 
 // ClipGradNorm scales grads in place so that their global L2 norm is at
@@ -35,20 +20,13 @@ func GradNorm(grads []float32) float64 {
 // before clipping. maxNorm ≤ 0 only measures. A NaN or infinite norm is
 // returned as is and the gradients are left alone: the caller stops
 // training on it.
-func ClipGradNorm(grads []float32, maxNorm float64) float64 {
-	norm := GradNorm(grads)
-	if maxNorm <= 0 || math.IsNaN(norm) || math.IsInf(norm, 0) {
-		return norm
+func ClipGradNorm(b backend.Backend, grads backend.Buffer, maxNorm float64) (float64, error) {
+	norm, err := GradNorm(b, grads)
+	if err != nil || maxNorm <= 0 || math.IsNaN(norm) || math.IsInf(norm, 0) {
+		return norm, err
 	}
-	coef := maxNorm / (norm + 1e-6)
-	if coef >= 1 {
-		return norm
+	if coef := maxNorm / (norm + 1e-6); coef < 1 {
+		b.Scale(grads, grads.Len(), float32(coef))
 	}
-	c := float32(coef)
-	parallel.For(len(grads), adamGrain, func(_, lo, hi int) {
-		for i := range grads[lo:hi] {
-			grads[lo+i] *= c
-		}
-	})
-	return norm
+	return norm, b.Err()
 }

@@ -2,6 +2,8 @@ package optim
 
 import (
 	"encoding/json"
+	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/backend/cpu"
 	"math"
 	"os"
 	"runtime"
@@ -55,20 +57,20 @@ func TestAdamWMatchesPyTorch(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.LR, cfg.Beta1, cfg.Beta2 = r.LR, r.Beta1, r.Beta2
 	cfg.Eps, cfg.WeightDecay = r.Eps, r.WeightDecay
-	opt, err := New(cfg, 7, []Group{{Offset: 0, Size: 4, Decay: true}, {Offset: 4, Size: 3}})
+	opt, err := New(cpu.New(), cfg, 7, []Group{{Offset: 0, Size: 4, Decay: true}, {Offset: 4, Size: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	params := slices.Clone(r.Init)
 	for s, g := range r.Grads {
-		lr, err := opt.Step(params, g)
+		lr, err := opt.Step(cpu.Host(params), cpu.Host(g))
 		if err != nil || lr != cfg.LR {
 			t.Fatalf("step %d: lr %v err %v", s, lr, err)
 		}
 		want := r.Steps[s]
 		closeTo(t, "params", params, want.Params, 1e-6)
-		closeTo(t, "m", opt.M, want.M, 1e-6)
-		closeTo(t, "v", opt.V, want.V, 1e-6)
+		closeTo(t, "m", hostOf(opt.M), want.M, 1e-6)
+		closeTo(t, "v", hostOf(opt.V), want.V, 1e-6)
 	}
 }
 
@@ -78,13 +80,13 @@ func TestAdamWMatchesPyTorch(t *testing.T) {
 func TestAdamWHandComputed(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.LR, cfg.WeightDecay = 0.1, 0.5
-	opt, err := New(cfg, 4, []Group{{Offset: 0, Size: 2, Decay: true}, {Offset: 2, Size: 1}})
+	opt, err := New(cpu.New(), cfg, 4, []Group{{Offset: 0, Size: 2, Decay: true}, {Offset: 2, Size: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	params := []float32{2, -1, 3, 7}
 	grads := []float32{0.5, -4, -1e-3, 9}
-	if _, err := opt.Step(params, grads); err != nil {
+	if _, err := opt.Step(cpu.Host(params), cpu.Host(grads)); err != nil {
 		t.Fatal(err)
 	}
 	want := []float32{
@@ -94,8 +96,8 @@ func TestAdamWHandComputed(t *testing.T) {
 		7,                        // outside every group: frozen
 	}
 	closeTo(t, "params", params, want, 1e-6)
-	if opt.M[3] != 0 || opt.V[3] != 0 {
-		t.Errorf("moments of a frozen parameter changed: m %v v %v", opt.M[3], opt.V[3])
+	if hostOf(opt.M)[3] != 0 || hostOf(opt.V)[3] != 0 {
+		t.Errorf("moments of a frozen parameter changed: m %v v %v", hostOf(opt.M)[3], hostOf(opt.V)[3])
 	}
 	if opt.T != 1 {
 		t.Errorf("T = %d after one step, want 1", opt.T)
@@ -106,9 +108,9 @@ func TestWeightDecaySkipped(t *testing.T) {
 	// Zero gradients: only decay moves parameters.
 	cfg := DefaultConfig()
 	cfg.LR, cfg.WeightDecay = 0.5, 0.2
-	opt, _ := New(cfg, 4, []Group{{Offset: 0, Size: 2, Decay: true}, {Offset: 2, Size: 2, Decay: false}})
+	opt, _ := New(cpu.New(), cfg, 4, []Group{{Offset: 0, Size: 2, Decay: true}, {Offset: 2, Size: 2, Decay: false}})
 	params := []float32{1, -2, 1, -2}
-	opt.Step(params, make([]float32, 4))
+	opt.Step(cpu.Host(params), cpu.Host(make([]float32, 4)))
 	closeTo(t, "params", params, []float32{0.9, -1.8, 1, -2}, 1e-7)
 }
 
@@ -123,17 +125,17 @@ func TestNewRejects(t *testing.T) {
 		{4, []Group{{Offset: -1, Size: 1}}, "adamw: group 0 [-1, 0) lies outside the 4 parameters"},
 		{8, []Group{{Offset: 0, Size: 4}, {Offset: 3, Size: 2}}, "adamw: group 1 [3, 5) overlaps group 0 [0, 4)"},
 	} {
-		_, err := New(cfg, c.n, c.groups)
+		_, err := New(cpu.New(), cfg, c.n, c.groups)
 		if err == nil || err.Error() != c.want {
 			t.Errorf("New(%d, %v) = %v, want %q", c.n, c.groups, err, c.want)
 		}
 	}
 	cfg.Beta2 = 1
-	if _, err := New(cfg, 1, nil); err == nil || err.Error() != "adamw config: beta2: must be in [0, 1) (got 1)" {
+	if _, err := New(cpu.New(), cfg, 1, nil); err == nil || err.Error() != "adamw config: beta2: must be in [0, 1) (got 1)" {
 		t.Errorf("bad config: %v", err)
 	}
-	opt, _ := New(DefaultConfig(), 3, nil)
-	if _, err := opt.Step(make([]float32, 3), make([]float32, 2)); err == nil || err.Error() != "adamw: got 3 parameters and 2 gradients, want 3 of each" {
+	opt, _ := New(cpu.New(), DefaultConfig(), 3, nil)
+	if _, err := opt.Step(cpu.Host(make([]float32, 3)), cpu.Host(make([]float32, 2))); err == nil || err.Error() != "adamw: got 3 parameters and 2 gradients, want 3 of each" {
 		t.Errorf("length mismatch: %v", err)
 	}
 }
@@ -189,10 +191,10 @@ func TestSchedules(t *testing.T) {
 	c.WarmupSteps = 0
 	near("cosine no warm-up", 0, c.LRAt(0), 1)
 	// Step uses the schedule and advances it.
-	opt, _ := New(c, 1, []Group{{Size: 1}})
+	opt, _ := New(cpu.New(), c, 1, []Group{{Size: 1}})
 	p, g := []float32{0}, []float32{1}
 	for s := 0; s < 3; s++ {
-		lr, _ := opt.Step(p, g)
+		lr, _ := opt.Step(cpu.Host(p), cpu.Host(g))
 		near("Step", s, lr, c.LRAt(s))
 	}
 }
@@ -200,22 +202,22 @@ func TestSchedules(t *testing.T) {
 func TestClipGradNorm(t *testing.T) {
 	r := loadReference(t)
 	g := slices.Clone(r.Clip.In)
-	norm := ClipGradNorm(g, r.Clip.MaxNorm)
+	norm := clip(g, r.Clip.MaxNorm)
 	if math.Abs(norm-r.Clip.Norm) > 1e-6*r.Clip.Norm {
 		t.Errorf("norm %v, torch %v", norm, r.Clip.Norm)
 	}
 	closeTo(t, "clipped", g, r.Clip.Out, 1e-6)
 
 	small := []float32{0.3, -0.4}
-	if n := ClipGradNorm(small, 1); math.Abs(n-0.5) > 1e-7 || small[0] != 0.3 || small[1] != -0.4 {
+	if n := clip(small, 1); math.Abs(n-0.5) > 1e-7 || small[0] != 0.3 || small[1] != -0.4 {
 		t.Errorf("below the bound: norm %v, grads %v (want 0.5, unchanged)", n, small)
 	}
 	measure := []float32{30, 40}
-	if n := ClipGradNorm(measure, 0); n != 50 || measure[0] != 30 {
+	if n := clip(measure, 0); n != 50 || measure[0] != 30 {
 		t.Errorf("maxNorm 0: norm %v grads %v, want 50 and unchanged", n, measure)
 	}
 	nan := []float32{1, float32(math.NaN())}
-	if n := ClipGradNorm(nan, 1); !math.IsNaN(n) || nan[0] != 1 {
+	if n := clip(nan, 1); !math.IsNaN(n) || nan[0] != 1 {
 		t.Errorf("NaN gradient: norm %v grads %v, want NaN and unchanged", n, nan)
 	}
 	// Large buffer: against a float64 serial sum (many chunks).
@@ -225,7 +227,7 @@ func TestClipGradNorm(t *testing.T) {
 		big[i] = float32(math.Sin(float64(i))) * 1e-2
 		want += float64(big[i]) * float64(big[i])
 	}
-	if n := GradNorm(big); math.Abs(n-math.Sqrt(want)) > 1e-12*math.Sqrt(want) {
+	if n := gradNorm(big); math.Abs(n-math.Sqrt(want)) > 1e-12*math.Sqrt(want) {
 		t.Errorf("GradNorm %v, serial %v", n, math.Sqrt(want))
 	}
 }
@@ -234,13 +236,13 @@ func TestClipGradNorm(t *testing.T) {
 // GOMAXPROCS 1 and 2, and a save/restore of the state mid-run resumes
 // bit-identically.
 func TestDeterminism(t *testing.T) {
-	const n = 3*adamGrain + 123
+	const n = 3<<16 + 123 // three parallel chunks of the CPU's AdamW and a tail
 	run := func(procs int, restoreAt int) ([]float32, []float32, []float64) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		cfg := DefaultConfig()
 		cfg.Schedule, cfg.WarmupSteps, cfg.TotalSteps = "cosine", 2, 6
 		groups := []Group{{Offset: 0, Size: n - 1000, Decay: true}, {Offset: n - 1000, Size: 1000}}
-		opt, _ := New(cfg, n, groups)
+		opt, _ := New(cpu.New(), cfg, n, groups)
 		params := make([]float32, n)
 		for i := range params {
 			params[i] = float32(math.Cos(float64(i)))
@@ -249,8 +251,8 @@ func TestDeterminism(t *testing.T) {
 		var norms []float64
 		for s := 0; s < 6; s++ {
 			if s == restoreAt {
-				saved, m, v := opt.T, slices.Clone(opt.M), slices.Clone(opt.V)
-				opt, _ = New(cfg, n, groups)
+				saved, m, v := opt.T, slices.Clone(hostOf(opt.M)), slices.Clone(hostOf(opt.V))
+				opt, _ = New(cpu.New(), cfg, n, groups)
 				if err := opt.SetState(saved, m, v); err != nil {
 					t.Fatal(err)
 				}
@@ -258,10 +260,10 @@ func TestDeterminism(t *testing.T) {
 			for i := range grads {
 				grads[i] = float32(math.Sin(float64(i*(s+1)))) * 3
 			}
-			norms = append(norms, ClipGradNorm(grads, 100))
-			opt.Step(params, grads)
+			norms = append(norms, clip(grads, 100))
+			opt.Step(cpu.Host(params), cpu.Host(grads))
 		}
-		return params, opt.V, norms
+		return params, hostOf(opt.V), norms
 	}
 	p1, v1, n1 := run(1, -1)
 	p2, v2, n2 := run(2, -1)
@@ -281,7 +283,7 @@ func TestDeterminism(t *testing.T) {
 }
 
 func TestSetStateRejects(t *testing.T) {
-	opt, _ := New(DefaultConfig(), 3, nil)
+	opt, _ := New(cpu.New(), DefaultConfig(), 3, nil)
 	for _, c := range []struct {
 		t    int
 		m, v []float32
@@ -299,14 +301,14 @@ func TestSetStateRejects(t *testing.T) {
 
 func BenchmarkAdamWStep(b *testing.B) {
 	const n = 1 << 20
-	opt, _ := New(DefaultConfig(), n, []Group{{Offset: 0, Size: n - 4096, Decay: true}, {Offset: n - 4096, Size: 4096}})
+	opt, _ := New(cpu.New(), DefaultConfig(), n, []Group{{Offset: 0, Size: n - 4096, Decay: true}, {Offset: n - 4096, Size: 4096}})
 	params, grads := make([]float32, n), make([]float32, n)
 	for i := range grads {
 		grads[i] = float32(i%17) * 1e-3
 	}
 	b.SetBytes(n * 4)
 	for b.Loop() {
-		opt.Step(params, grads)
+		opt.Step(cpu.Host(params), cpu.Host(grads))
 	}
 }
 
@@ -318,6 +320,23 @@ func BenchmarkClipGradNorm(b *testing.B) {
 	}
 	b.SetBytes(n * 4)
 	for b.Loop() {
-		ClipGradNorm(grads, 1)
+		clip(grads, 1)
 	}
+}
+
+// hostOf returns the floats of a CPU buffer.
+func hostOf(b backend.Buffer) []float32 {
+	f, _ := backend.HostFloats(b)
+	return f
+}
+
+// clip and gradNorm are ClipGradNorm and GradNorm on host slices.
+func clip(g []float32, maxNorm float64) float64 {
+	n, _ := ClipGradNorm(cpu.New(), cpu.Host(g), maxNorm)
+	return n
+}
+
+func gradNorm(g []float32) float64 {
+	n, _ := GradNorm(cpu.New(), cpu.Host(g))
+	return n
 }

@@ -1,6 +1,7 @@
 package optim
 
 import (
+	"github.com/ragen-go/ragen/engine/backend/cpu"
 	"math"
 	"path/filepath"
 	"testing"
@@ -23,19 +24,22 @@ func TestResumeFromCheckpoint(t *testing.T) {
 		}
 		return g
 	}
-	straight, _ := New(cfg, n, groups)
+	straight, _ := New(cpu.New(), cfg, n, groups)
 	p1 := make([]float32, n)
 	for s := 0; s < 5; s++ {
-		straight.Step(p1, grad(s))
+		straight.Step(cpu.Host(p1), cpu.Host(grad(s)))
 	}
 
-	first, _ := New(cfg, n, groups)
+	first, _ := New(cpu.New(), cfg, n, groups)
 	p2 := make([]float32, n)
 	for s := 0; s < 3; s++ {
-		first.Step(p2, grad(s))
+		first.Step(cpu.Host(p2), cpu.Host(grad(s)))
 	}
 	path := filepath.Join(t.TempDir(), "optimizer.safetensors")
-	ts, meta := first.StateTensors()
+	ts, meta, err := first.StateTensors()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := checkpoint.WriteSafetensors(path, ts, meta); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +48,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	resumed, _ := New(cfg, n, groups)
+	resumed, _ := New(cpu.New(), cfg, n, groups)
 	if err := resumed.LoadState(f); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +56,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 		t.Fatalf("resumed at step %d, want 3", resumed.T)
 	}
 	for s := 3; s < 5; s++ {
-		resumed.Step(p2, grad(s))
+		resumed.Step(cpu.Host(p2), cpu.Host(grad(s)))
 	}
 	for i := range p1 {
 		if math.Float32bits(p1[i]) != math.Float32bits(p2[i]) {
@@ -61,11 +65,11 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	}
 
 	// A state for another model size is refused without touching M.
-	small, _ := New(cfg, 10, nil)
-	small.M[0] = 42
+	small, _ := New(cpu.New(), cfg, 10, nil)
+	hostOf(small.M)[0] = 42
 	err = small.LoadState(f)
-	if err == nil || err.Error() != `checkpoint `+path+`: tensor "adamw.exp_avg" has shape [1000], the model expects [10]` || small.M[0] != 42 {
-		t.Errorf("size mismatch: %v (M[0] = %v)", err, small.M[0])
+	if err == nil || err.Error() != `checkpoint `+path+`: tensor "adamw.exp_avg" has shape [1000], the model expects [10]` || hostOf(small.M)[0] != 42 {
+		t.Errorf("size mismatch: %v (M[0] = %v)", err, hostOf(small.M)[0])
 	}
 	noStep := filepath.Join(t.TempDir(), "x.safetensors")
 	checkpoint.WriteSafetensors(noStep, ts, nil)

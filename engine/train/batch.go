@@ -71,7 +71,7 @@ const maxForwardTokens = 16384
 
 // evaluate runs n over trajs in chunks of at most maxForwardTokens and
 // returns the per-trajectory log-probs, entropies and values it was asked for.
-func evaluate(n network, trajs []*rollout.Trajectory, want model.Want) (logp, ent, val [][]float64, err error) {
+func evaluate(n *model.Model, trajs []*rollout.Trajectory, want model.Want) (logp, ent, val [][]float64, err error) {
 	for lo := 0; lo < len(trajs); {
 		hi, size := lo, 0
 		for hi < len(trajs) && (hi == lo || size+len(trajs[hi].Tokens) <= maxForwardTokens) {

@@ -46,19 +46,16 @@ type Config struct {
 	// ChatML, the critic starts from the policy; Model, VocabSize and
 	// ContextLength are ignored as for Pretrained.
 	Init string `json:"init,omitempty"`
-	// Backend is the compute backend: cpu | cuda | cpu-ref (cpu; empty
-	// means cpu). "cpu" trains on model.Model, the CPU fast path; every
-	// other backend keeps parameters, activations, KV caches and optimizer
-	// state on its device (see network). "cuda" needs a binary built with
-	// -tags cuda and a CUDA device; "cpu-ref" runs that device path on the
-	// CPU reference backend (slow: for checking the path without a GPU).
+	// Backend is the compute backend: cpu | cuda (empty means cpu). The
+	// models run on it with their parameters, gradients, activations, KV
+	// caches and optimizer state (model.Model.Use); "cuda" needs a binary
+	// built with -tags cuda and a CUDA device.
 	Backend string `json:"backend"`
-	// Precision of the matrix products on a device backend: f32 | bf16
-	// (empty means f32). bf16 keeps the float32 parameters as the master
-	// copy that AdamW updates and multiplies bf16-rounded weights and
-	// activations with float32 accumulation; every other op stays float32
-	// (backend.Transformer.SetPrecision). Device backends only: the "cpu"
-	// host path is float32 only.
+	// Precision of the matrix products: f32 | bf16 (empty means f32).
+	// bf16 keeps the float32 parameters as the master copy that AdamW
+	// updates and multiplies bf16-rounded weights and activations with
+	// float32 accumulation; every other op stays float32
+	// (model.Model.Use). The same on every backend, the CPU included.
 	Precision string `json:"precision,omitempty"`
 	// ContextLength is the policy's max_position_embeddings, the longest
 	// conversation in tokens (1024).
@@ -236,10 +233,8 @@ func (c *Config) Validate() error {
 			return err // "backend …: …" names the field already
 		}
 	}
-	if p, err := backend.ParsePrecision(c.Precision); err != nil {
+	if _, err := backend.ParsePrecision(c.Precision); err != nil {
 		return err // "precision: …"
-	} else if p == backend.BF16 && (c.Backend == "" || c.Backend == "cpu") {
-		return fmt.Errorf("precision: bf16 needs a device backend: the cpu backend's host fast path (model.Model) is float32 only; use backend cpu-ref (the reference, on the CPU) or cuda")
 	}
 	if err := c.validateLoaded(); err != nil {
 		return err

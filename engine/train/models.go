@@ -1,19 +1,40 @@
 package train
 
 import (
+	"github.com/ragen-go/ragen/engine/backend"
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/optim"
 )
 
+// placer moves a model to the run's compute backend and precision:
+// everything the warm start, the rollouts, the update and the checkpoints
+// do to a model then runs there.
+type placer func(m *model.Model) error
+
+// placement opens the run's backend (config field backend, "" for the
+// CPU) and returns its placer; the models of the run share the instance.
+// Config.Validate has already checked both settings.
+func placement(name, precision string) (placer, backend.Backend, error) {
+	if name == "" {
+		name = "cpu"
+	}
+	b, err := backend.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := backend.Precision(precision)
+	return func(m *model.Model) error { return m.Use(b, p) }, b, nil
+}
+
 // newOptimizer is AdamW over n's flat parameters, weight decay on the
 // matrices only (the layout marks which views decay).
-func newOptimizer(n network, lr, weightDecay float64, warmup int) (optimizer, error) {
+func newOptimizer(n *model.Model, lr, weightDecay float64, warmup int) (*optim.AdamW, error) {
 	cfg := optim.DefaultConfig()
 	cfg.LR, cfg.WeightDecay = lr, weightDecay
 	if warmup > 0 {
 		cfg.Schedule, cfg.WarmupSteps = "warmup", warmup
 	}
-	return n.NewOptimizer(cfg)
+	return n.NewAdamW(cfg)
 }
 
 // criticFrom builds the critic: the policy's architecture with a value

@@ -6,15 +6,15 @@ import (
 	"testing"
 
 	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/model"
 )
 
-// precision is checked with the backend: bf16 needs a device path.
+// precision is f32 or bf16 on every backend.
 func TestPrecisionValidate(t *testing.T) {
 	for _, tc := range []struct{ backend, precision, want string }{
-		{"cpu", "", ""}, {"cpu", "f32", ""}, {"cpu-ref", "bf16", ""},
-		{"cpu", "bf16", "precision: bf16 needs a device backend: the cpu backend's host fast path (model.Model) is float32 only; use backend cpu-ref (the reference, on the CPU) or cuda"},
-		{"", "bf16", "precision: bf16 needs a device backend"},
-		{"cpu-ref", "fp16", `precision: unknown "fp16" (valid: f32, bf16)`},
+		{"cpu", "", ""}, {"cpu", "f32", ""}, {"cpu", "bf16", ""}, {"", "bf16", ""},
+		{"cpu", "fp16", `precision: unknown "fp16" (valid: f32, bf16)`},
+		{"cpu-ref", "", `backend "cpu-ref": unknown (valid: cpu, cuda)`},
 	} {
 		c := tinyConfig(t)
 		c.Backend, c.Precision = tc.backend, tc.precision
@@ -25,14 +25,13 @@ func TestPrecisionValidate(t *testing.T) {
 	}
 }
 
-// A bf16 run on the CPU reference: the networks multiply in bf16, the
+// A bf16 run on the CPU: the models multiply in bf16, the
 // metrics differ from f32's (so the setting reaches the products), and a
 // run resumed from a checkpoint — parameters uploaded, the bf16 copy
 // refreshed — gives the metrics of an uninterrupted one, which also needs
 // the copy refreshed after every optimizer step.
 func TestBF16Path(t *testing.T) {
 	c := tinyConfig(t)
-	c.Backend = "cpu-ref"
 	c.Steps, c.ValEpisodes = 2, 0
 	c.Algo.FilterRatio = 1
 	f32 := run(t, c)
@@ -41,9 +40,9 @@ func TestBF16Path(t *testing.T) {
 	c.Precision = "bf16"
 	whole := run(t, c)
 	defer whole.Close()
-	for name, n := range map[string]network{"policy": whole.policy, "critic": whole.critic} {
-		if d, ok := n.(*deviceNet); !ok || d.tr.Precision != backend.BF16 {
-			t.Fatalf("%s: %T, want a deviceNet at bf16", name, n)
+	for name, m := range map[string]*model.Model{"policy": whole.policy, "critic": whole.critic} {
+		if m.Precision() != backend.BF16 {
+			t.Fatalf("%s: at %s, want bf16", name, m.Precision())
 		}
 	}
 	if reflect.DeepEqual(deterministic(f32.History), deterministic(whole.History)) {

@@ -26,7 +26,7 @@ import (
 //     ChatML template;
 //   - neither: the warm start (warmStart), trained and cached.
 //
-// The policy is returned on the run's compute path (wrap), where any
+// The policy is returned on the run's compute path (place), where any
 // fine-tuning runs too.
 //
 // A loaded policy is fine-tuned on demonstrations only if WarmStart.Steps
@@ -34,7 +34,7 @@ import (
 // cached. The critic is built from the policy afterwards, as for a warm
 // start (criticFrom: same weights, a zero value head), so nothing is read
 // twice from disk.
-func initialPolicy(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), wrap wrapper) (*tokenizer.Tokenizer, network, *hf.ChatTemplate, error) {
+func initialPolicy(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), place placer) (*tokenizer.Tokenizer, *model.Model, *hf.ChatTemplate, error) {
 	var (
 		tok    *tokenizer.Tokenizer
 		policy *model.Model
@@ -52,20 +52,19 @@ func initialPolicy(ctx context.Context, cfg *Config, newEnv func() (envs.Env, er
 			return nil, nil, nil, err
 		}
 	default:
-		tok, net, err := warmStart(ctx, cfg, newEnv, wrap)
-		return tok, net, nil, err
+		tok, policy, err := warmStart(ctx, cfg, newEnv, place)
+		return tok, policy, nil, err
 	}
-	net, err := wrap(policy)
-	if err != nil {
+	if err := place(policy); err != nil {
 		return nil, nil, nil, err
 	}
 	if cfg.WarmStart.Steps > 0 {
-		if err := finetuneLoaded(ctx, cfg, newEnv, tok, net, tmpl); err != nil {
-			net.Free()
+		if err := finetuneLoaded(ctx, cfg, newEnv, tok, policy, tmpl); err != nil {
+			policy.Free()
 			return nil, nil, nil, err
 		}
 	}
-	return tok, net, tmpl, nil
+	return tok, policy, tmpl, nil
 }
 
 // initPolicyDir is the model directory of Init: dir itself (model.Save), or
@@ -105,7 +104,7 @@ func loadInit(dir string) (*tokenizer.Tokenizer, *model.Model, error) {
 // finetuneLoaded fine-tunes a loaded policy on WarmStart.Episodes expert
 // episodes laid out in its own template, as the warm start does for a
 // fresh one.
-func finetuneLoaded(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), tok *tokenizer.Tokenizer, policy network, tmpl *hf.ChatTemplate) error {
+func finetuneLoaded(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), tok *tokenizer.Tokenizer, policy *model.Model, tmpl *hf.ChatTemplate) error {
 	env, err := newEnv()
 	if err != nil {
 		return err
@@ -127,7 +126,7 @@ func finetuneLoaded(ctx context.Context, cfg *Config, newEnv func() (envs.Env, e
 		if trajs[i], err = rollout.FromDemo(d, chat, cfg.MaxTokensPerTurn); err != nil {
 			return fmt.Errorf("warm start: %w", err)
 		}
-		if err := fitContext(trajs[i], policy.Config().MaxPositions); err != nil {
+		if err := fitContext(trajs[i], policy.Config.MaxPositions); err != nil {
 			return err
 		}
 	}

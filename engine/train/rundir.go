@@ -10,6 +10,7 @@ import (
 	"github.com/ragen-go/ragen/engine/checkpoint"
 	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/engine/optim"
 	"github.com/ragen-go/ragen/internal/atomicfile"
 )
 
@@ -125,21 +126,21 @@ func (t *Trainer) Checkpoint() error {
 	if err != nil {
 		return err
 	}
-	save := func(name string, n network, opt optimizer) error {
-		if n == nil {
+	save := func(name string, m *model.Model, opt *optim.AdamW) error {
+		if m == nil {
 			return nil
-		}
-		m, err := n.Host()
-		if err != nil {
-			return fmt.Errorf("checkpoint: %s: %w", name, err)
 		}
 		var extra checkpoint.Checkpoint
 		if opt != nil {
+			var err error
 			if extra.Optimizer, extra.OptimizerMeta, err = opt.StateTensors(); err != nil {
 				return fmt.Errorf("checkpoint: %s: %w", name, err)
 			}
 		}
-		return m.Save(filepath.Join(tmp, name), tj, extra)
+		if err := m.Save(filepath.Join(tmp, name), tj, extra); err != nil {
+			return fmt.Errorf("checkpoint: %s: %w", name, err)
+		}
+		return nil
 	}
 	if err := save("policy", t.policy, t.actorOpt); err != nil {
 		return err
@@ -179,8 +180,8 @@ func (t *Trainer) Resume(dir string) error {
 	if st.Step >= t.cfg.Steps {
 		return fmt.Errorf("cannot resume from %s: it is at step %d and this run has %d steps, so nothing is left to train (raise steps; to evaluate the checkpoint, start from its policy with steps 0)", dir, st.Step, t.cfg.Steps)
 	}
-	load := func(name string, n network, opt optimizer) error {
-		if n == nil {
+	load := func(name string, m *model.Model, opt *optim.AdamW) error {
+		if m == nil {
 			return nil
 		}
 		saved, d, err := model.Load(filepath.Join(dir, name))
@@ -188,15 +189,11 @@ func (t *Trainer) Resume(dir string) error {
 			return fmt.Errorf("cannot resume: %w", err)
 		}
 		defer d.Close()
-		if saved.Config != n.Config() {
+		if saved.Config != m.Config {
 			return fmt.Errorf("cannot resume from %s: the %s's architecture differs from this run's configuration", dir, name)
 		}
-		m, err := n.Host()
-		if err != nil {
-			return fmt.Errorf("cannot resume: %s: %w", name, err)
-		}
 		copy(m.Params.Data, saved.Params.Data)
-		if err := n.Upload(); err != nil {
+		if err := m.Upload(); err != nil {
 			return fmt.Errorf("cannot resume: %s: %w", name, err)
 		}
 		if opt != nil {
@@ -244,35 +241,29 @@ func (b *bestCheckpoint) consider(t *Trainer, s metrics.Step) error {
 		return nil
 	}
 	b.step, b.score = s.Step, score
-	policy, err := t.policy.Host()
-	if err != nil {
+	if err := t.policy.SyncParams(); err != nil {
 		return fmt.Errorf("step %d: keeping the best weights: %w", s.Step, err)
 	}
-	b.policy = append(b.policy[:0], policy.Params.Data...)
+	b.policy = append(b.policy[:0], t.policy.Params.Data...)
 	if t.critic != nil {
-		critic, err := t.critic.Host()
-		if err != nil {
+		if err := t.critic.SyncParams(); err != nil {
 			return fmt.Errorf("step %d: keeping the best weights: %w", s.Step, err)
 		}
-		b.value = append(b.value[:0], critic.Params.Data...)
+		b.value = append(b.value[:0], t.critic.Params.Data...)
 	}
 	return nil
 }
 
 func (b *bestCheckpoint) restore(t *Trainer) error {
 	for _, x := range []struct {
-		n      network
+		m      *model.Model
 		params []float32
 	}{{t.policy, b.policy}, {t.critic, b.value}} {
-		if x.n == nil {
+		if x.m == nil {
 			continue
 		}
-		m, err := x.n.Host()
-		if err != nil {
-			return fmt.Errorf("rewind: %w", err)
-		}
-		copy(m.Params.Data, x.params)
-		if err := x.n.Upload(); err != nil {
+		copy(x.m.Params.Data, x.params)
+		if err := x.m.Upload(); err != nil {
 			return fmt.Errorf("rewind: %w", err)
 		}
 	}

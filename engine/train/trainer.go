@@ -11,6 +11,7 @@ import (
 	"github.com/ragen-go/ragen/engine/hf"
 	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/model"
+	"github.com/ragen-go/ragen/engine/optim"
 	"github.com/ragen-go/ragen/engine/rollout"
 	"github.com/ragen-go/ragen/engine/sample"
 	"github.com/ragen-go/ragen/engine/tokenizer"
@@ -39,14 +40,14 @@ type Trainer struct {
 	Tok      *tokenizer.Tokenizer
 	Template *hf.ChatTemplate // the policy's chat template; nil: our ChatML
 
-	// The networks on the run's compute path (see network), and the
-	// backend they share (nil on the "cpu" host path).
+	// The models on the run's compute backend (see placer), and the
+	// backend they share.
 	dev    backend.Backend
-	policy network
-	critic network // nil unless the estimator uses one
-	ref    network // frozen reference policy; nil unless KL is on
+	policy *model.Model
+	critic *model.Model // nil unless the estimator uses one
+	ref    *model.Model // frozen reference policy; nil unless KL is on
 
-	actorOpt, criticOpt optimizer
+	actorOpt, criticOpt *optim.AdamW
 
 	trainEnvs []envs.Env // one per trajectory, reset every step
 	valEnvs   []envs.Env
@@ -83,7 +84,7 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 		t.valSeeds[i] = envSeed(cfg.Seed, -1, i) // step −1: never a training seed stream
 	}
 
-	wrap, dev, err := networks(cfg.Backend, cfg.Precision)
+	place, dev, err := placement(cfg.Backend, cfg.Precision)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 
 	obs.Phase(0, "warm_start")
 	start := time.Now()
-	if t.Tok, t.policy, t.Template, err = initialPolicy(ctx, &cfg, t.newEnv, wrap); err != nil {
+	if t.Tok, t.policy, t.Template, err = initialPolicy(ctx, &cfg, t.newEnv, place); err != nil {
 		return nil, err
 	}
 	warm := time.Since(start).Seconds()
@@ -105,16 +106,15 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 	if t.actorOpt, err = newOptimizer(t.policy, cfg.ActorLR, cfg.WeightDecay, cfg.LRWarmup); err != nil {
 		return nil, err
 	}
-	policy, err := t.policy.Host()
-	if err != nil {
+	if err := t.policy.SyncParams(); err != nil {
 		return nil, err
 	}
+	policy := t.policy
 	if usesCritic(cfg.Algo.AdvEstimator) {
-		critic, err := criticFrom(policy, cfg.Seed)
-		if err != nil {
+		if t.critic, err = criticFrom(policy, cfg.Seed); err != nil {
 			return nil, err
 		}
-		if t.critic, err = wrap(critic); err != nil {
+		if err := place(t.critic); err != nil {
 			return nil, err
 		}
 		if t.criticOpt, err = newOptimizer(t.critic, cfg.CriticLR, cfg.WeightDecay, cfg.LRWarmup); err != nil {
@@ -122,11 +122,10 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 		}
 	}
 	if cfg.Algo.KLPlacement != algo.KLNone && cfg.Algo.KLCoef > 0 {
-		ref, err := clone(policy)
-		if err != nil {
+		if t.ref, err = clone(policy); err != nil {
 			return nil, err
 		}
-		if t.ref, err = wrap(ref); err != nil {
+		if err := place(t.ref); err != nil {
 			return nil, err
 		}
 	}
@@ -138,21 +137,26 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 	return t, nil
 }
 
-// Policy returns the policy as a host model with its current parameters
-// (on a device backend, downloaded into the host copy).
-func (t *Trainer) Policy() (*model.Model, error) { return t.policy.Host() }
+// Policy returns the policy with its current parameters in Params (on a
+// device backend, downloaded into the host copy).
+func (t *Trainer) Policy() (*model.Model, error) {
+	if err := t.policy.SyncParams(); err != nil {
+		return nil, err
+	}
+	return t.policy, nil
+}
 
 // Close releases what the run holds on its compute backend (device
 // memory); the trainer is unusable afterwards. On "cpu" it does nothing.
 func (t *Trainer) Close() error {
-	for _, n := range []network{t.policy, t.critic, t.ref} {
-		if n != nil {
-			n.Free()
-		}
-	}
-	for _, o := range []optimizer{t.actorOpt, t.criticOpt} {
+	for _, o := range []*optim.AdamW{t.actorOpt, t.criticOpt} {
 		if o != nil {
 			o.Free()
+		}
+	}
+	for _, m := range []*model.Model{t.policy, t.critic, t.ref} {
+		if m != nil {
+			m.Free()
 		}
 	}
 	t.policy, t.critic, t.ref, t.actorOpt, t.criticOpt = nil, nil, nil, nil, nil
@@ -167,10 +171,11 @@ func (t *Trainer) Close() error {
 // play runs tasks to the end of their episodes with the current policy at
 // temperature temp.
 func (t *Trainer) play(ctx context.Context, tasks []rollout.Task, temp float32) ([]*rollout.Trajectory, error) {
-	dec, err := t.policy.Decoder(len(tasks))
+	dec, err := t.policy.NewDecoder()
 	if err != nil {
 		return nil, err
 	}
+	defer dec.Close()
 	return rollout.Play(ctx, dec, t.Tok, tasks, t.cfg.rolloutConfig(temp, t.Template))
 }
 
@@ -474,7 +479,7 @@ func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) 
 	if err := finite(step, "actor gradient norm", norm); err != nil {
 		return err
 	}
-	lr, err := t.actorOpt.Step()
+	lr, err := t.policy.Step(t.actorOpt)
 	if err != nil {
 		return fmt.Errorf("step %d: actor update: %w", step, err)
 	}
@@ -517,7 +522,7 @@ func (t *Trainer) updateCritic(step int, b *batch, lo, hi int, acc *accumulator)
 	if err := finite(step, "critic gradient norm", norm); err != nil {
 		return err
 	}
-	if _, err := t.criticOpt.Step(); err != nil {
+	if _, err := t.critic.Step(t.criticOpt); err != nil {
 		return fmt.Errorf("step %d: critic update: %w", step, err)
 	}
 	acc.add(metrics.ValueLoss, loss.Loss)

@@ -36,10 +36,9 @@ const WarmStartVersion = 4 // 4: FrozenLake on firm ice with coordinates walks i
 //     every token with LearnContext) for
 //     WarmStart.Steps steps of BatchSize episodes, AdamW with cosine decay.
 //
-// The fine-tuning runs on the run's compute path (wrap), which returns the
-// policy. The result is cached under a hash of everything that determines
+// The fine-tuning runs on the run's compute path (place). The result is cached under a hash of everything that determines
 // it, so re-running a notebook loads it at once.
-func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), wrap wrapper) (*tokenizer.Tokenizer, network, error) {
+func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), place placer) (*tokenizer.Tokenizer, *model.Model, error) {
 	path, err := WarmStartDir(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -48,8 +47,10 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 		tok, terr := tokenizer.FromJSON(d.Tokenizer)
 		d.Close()
 		if terr == nil {
-			net, err := wrap(m)
-			return tok, net, err
+			if err := place(m); err != nil {
+				return nil, nil, err
+			}
+			return tok, m, nil
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		// A damaged cache entry is rebuilt, never trusted.
@@ -86,12 +87,11 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := model.New(mc, uint64(cfg.Seed))
+	policy, err := model.New(mc, uint64(cfg.Seed))
 	if err != nil {
 		return nil, nil, err
 	}
-	policy, err := wrap(m)
-	if err != nil {
+	if err := place(policy); err != nil {
 		return nil, nil, err
 	}
 	ok := false
@@ -122,11 +122,8 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	if m, err = policy.Host(); err != nil {
-		return nil, nil, fmt.Errorf("warm start: %w", err)
-	}
 	ok = true
-	if err := m.Save(path, tj, checkpoint.Checkpoint{}); err != nil {
+	if err := policy.Save(path, tj, checkpoint.Checkpoint{}); err != nil {
 		// The cache is a convenience: a read-only cache directory must not
 		// stop the run.
 		fmt.Fprintf(os.Stderr, "ragen: warm start not cached: %v\n", err)
@@ -158,10 +155,10 @@ func fitContext(t *rollout.Trajectory, limit int) error {
 // finetune is the supervised phase: cross-entropy on the demonstrations'
 // response tokens, or on all their tokens with WarmStart.LearnContext
 // (model.CrossEntropyGrad), minibatches drawn in a seeded shuffled order.
-func finetune(ctx context.Context, n network, demos []*rollout.Trajectory, ws WarmStart, seed int64) error {
+func finetune(ctx context.Context, n *model.Model, demos []*rollout.Trajectory, ws WarmStart, seed int64) error {
 	oc := optim.DefaultConfig()
 	oc.LR, oc.Schedule, oc.WarmupSteps, oc.TotalSteps = ws.LR, "cosine", min(20, ws.Steps/10), ws.Steps
-	opt, err := n.NewOptimizer(oc)
+	opt, err := n.NewAdamW(oc)
 	if err != nil {
 		return fmt.Errorf("warm start: %w", err)
 	}
@@ -209,7 +206,7 @@ func finetune(ctx context.Context, n network, demos []*rollout.Trajectory, ws Wa
 		if _, err := n.ClipGradNorm(1.0); err != nil {
 			return fmt.Errorf("warm start step %d: %w", step, err)
 		}
-		if _, err := opt.Step(); err != nil {
+		if _, err := n.Step(opt); err != nil {
 			return fmt.Errorf("warm start step %d: %w", step, err)
 		}
 	}

@@ -61,12 +61,12 @@ func TestWarmStartLearnContext(t *testing.T) {
 	nll := func(learnContext bool) (ctx, agent float64) {
 		c := tinyConfig(t)
 		c.WarmStart.Steps, c.WarmStart.LearnContext = 100, learnContext
-		wrap, _, err := networks("cpu", "f32")
+		place, _, err := placement("cpu", "f32")
 		if err != nil {
 			t.Fatal(err)
 		}
 		newEnv := func() (envs.Env, error) { return envs.New(c.Env, c.EnvOptions) }
-		tok, policy, err := warmStart(context.Background(), &c, newEnv, wrap)
+		tok, policy, err := warmStart(context.Background(), &c, newEnv, place)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/ragen-go/ragen/engine/backend/cpu/gemm"
-	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
+	"github.com/ragen-go/ragen/engine/parallel"
 )
 
 // Causal multi-head attention with grouped-query heads over packed

@@ -1,6 +1,6 @@
 package cpu
 
-import "github.com/ragen-go/ragen/engine/backend/cpu/parallel"
+import "github.com/ragen-go/ragen/engine/parallel"
 
 // EmbeddingForward gathers rows of the token embedding:
 // out[t,:] = wte[tokens[t],:] for T tokens, C wide. Token ids must be valid.

@@ -3,7 +3,7 @@ package cpu
 import (
 	"math"
 
-	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
+	"github.com/ragen-go/ragen/engine/parallel"
 )
 
 // LogSoftmaxForward reads N rows of V logits and writes, per row n, the

@@ -3,7 +3,7 @@ package cpu
 import (
 	"math"
 
-	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
+	"github.com/ragen-go/ragen/engine/parallel"
 )
 
 // RMSNormForward normalises each row of inp (N rows of C) and scales it by

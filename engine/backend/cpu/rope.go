@@ -3,7 +3,7 @@ package cpu
 import (
 	"math"
 
-	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
+	"github.com/ragen-go/ragen/engine/parallel"
 )
 
 // RopeTables fills cos and sin ([maxPos, hd/2]) for rotary embeddings:

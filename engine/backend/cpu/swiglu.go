@@ -1,6 +1,6 @@
 package cpu
 
-import "github.com/ragen-go/ragen/engine/backend/cpu/parallel"
+import "github.com/ragen-go/ragen/engine/parallel"
 
 // SwiGLUForward is the gated MLP activation over n elements:
 //

@@ -528,3 +528,26 @@ extern "C" __global__ void sample_rows(int* out, const float* logits, const doub
     }
     out[row] = last; // u·Σp rounded up to Σp: the last token with mass
 }
+
+// swiglu_rows: swiglu_forward on rows of gate|up ([N, 2I]) into out [N, I].
+extern "C" __global__ void swiglu_rows(float* out, const float* gateUp, int N, int I) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N * I) return;
+    int r = i / I, j = i - r * I;
+    float g = gateUp[r * 2 * I + j];
+    out[i] = g / (1 + expf(-g)) * gateUp[r * 2 * I + I + j];
+}
+
+// split_qkv: rows of q|k|v ([N, C+2KV]) plus bias (C+2KV; null: none) into
+// contiguous q [N, C], k [N, KV] and v [N, KV].
+extern "C" __global__ void split_qkv(float* q, float* k, float* v, const float* qkv, const float* bias, int N, int C, int KV) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int W = C + 2 * KV;
+    if (i >= N * W) return;
+    int r = i / W, j = i - r * W;
+    float x = qkv[i];
+    if (bias) x += bias[j];
+    if (j < C) q[r * C + j] = x;
+    else if (j < C + KV) k[r * KV + j - C] = x;
+    else v[r * KV + j - C - KV] = x;
+}

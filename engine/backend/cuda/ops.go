@@ -202,7 +202,7 @@ func (b *Backend) AttentionBackward(dq, dk, dv, datt, dout, att, q, k, v backend
 	}
 }
 
-func (b *Backend) AppendKV(kc, vc, k, v backend.Buffer, slots, lens []int, KV, maxLen int) {
+func (b *Backend) appendKV(kc, vc, k, v backend.Buffer, slots, lens []int, KV, maxLen int) {
 	R := len(lens)
 	if !b.slots("append_kv", slots, lens, maxLen) || !b.need("append_kv", (slices.Max(slots)+1)*maxLen*KV, kc, vc) || !b.need("append_kv", R*KV, k, v) {
 		return
@@ -213,7 +213,7 @@ func (b *Backend) AppendKV(kc, vc, k, v backend.Buffer, slots, lens []int, KV, m
 }
 
 // AttendCached runs attend_cached, one block per (row, head).
-func (b *Backend) AttendCached(out, att, q, kc, vc backend.Buffer, slots, lens []int, nH, nKV, hd, maxLen int) {
+func (b *Backend) attendCached(out, att, q, kc, vc backend.Buffer, slots, lens []int, nH, nKV, hd, maxLen int) {
 	R := len(lens)
 	if !b.slots("attend_cached", slots, lens, maxLen) || !b.need("attend_cached", R*nH*hd, out, q) ||
 		!b.need("attend_cached", (slices.Max(slots)+1)*maxLen*nKV*hd, kc, vc) || !b.need("attend_cached", R*nH*maxLen, att) {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/ragen-go/ragen/engine/backend/cpu/parallel"
+	"github.com/ragen-go/ragen/engine/parallel"
 )
 
 //go:generate go run ./internal/asmgen -out kernel_amd64.s -stubs kernel_amd64_stub.go

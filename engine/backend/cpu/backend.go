@@ -1,0 +1,354 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/backend/cpu/gemm"
+	"github.com/ragen-go/ragen/engine/parallel"
+	"github.com/ragen-go/ragen/engine/sample"
+)
+
+// Host is a float32 buffer of the CPU backend: a plain slice, so host
+// access costs nothing (backend.HostFloats). Any []float32 converts to it
+// without a copy.
+type Host []float32
+
+// Len is the number of floats.
+func (h Host) Len() int { return len(h) }
+
+// Floats returns the slice itself.
+func (h Host) Floats() []float32 { return h }
+
+// HostBF16 is a bf16 buffer of the CPU backend: float32 values that are
+// each exactly a bfloat16 (backend.RoundBF16's results). Storing them
+// widened costs memory, not accuracy — widening bf16 is exact — and lets
+// the products run the float32 GEMM kernel on them: products of two bf16
+// values are exact in float32 (8+8 significant bits), so that kernel is a
+// bf16-input, float32-accumulate product. A distinct type, so that a
+// float32 buffer passed where a bf16 one belongs fails loudly.
+type HostBF16 []float32
+
+// Len is the number of bf16 values.
+func (h HostBF16) Len() int { return len(h) }
+
+// Backend is the CPU backend: the kernels of this package on host memory.
+// It holds no state of its own (scratch lives in pools and in the KV
+// caches it makes), so one instance serves every model of the process,
+// from any goroutine.
+type Backend struct{}
+
+// The default instance, registered as "cpu".
+var defaultBackend = &Backend{}
+
+func init() {
+	backend.Register("cpu", func() (backend.Backend, error) { return defaultBackend, nil }, func() error { return nil })
+}
+
+// New returns the CPU backend.
+func New() *Backend { return defaultBackend }
+
+// f returns the floats behind a buffer of this backend (float32 or bf16).
+func f(b backend.Buffer) []float32 {
+	switch x := b.(type) {
+	case nil:
+		return nil
+	case Host:
+		return x
+	case HostBF16:
+		return x
+	}
+	panic(fmt.Sprintf("backend cpu: a %T is not a buffer of this backend", b))
+}
+
+// h returns the slice of a float32 buffer.
+func h(b backend.Buffer) []float32 {
+	if b == nil {
+		return nil
+	}
+	return b.(Host)
+}
+
+// bf returns the slice of a bf16 buffer.
+func bf(b backend.Buffer) []float32 { return b.(HostBF16) }
+
+func (*Backend) Name() string { return "cpu" }
+func (*Backend) Err() error   { return nil }
+func (*Backend) Close() error { return nil }
+
+func (*Backend) Alloc(n int) (backend.Buffer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("backend cpu: alloc of %d floats", n)
+	}
+	return Host(make([]float32, n)), nil
+}
+
+func (*Backend) AllocBF16(n int) (backend.Buffer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("backend cpu: alloc of %d bf16 values", n)
+	}
+	return HostBF16(make([]float32, n)), nil
+}
+
+// Wrap returns x as a buffer of this backend, without a copy.
+func (*Backend) Wrap(x []float32) backend.Buffer { return Host(x) }
+
+// Free is a no-op: the garbage collector frees host memory.
+func (*Backend) Free(backend.Buffer) {}
+
+func (*Backend) Slice(b backend.Buffer, off, n int) backend.Buffer {
+	if x, ok := b.(HostBF16); ok {
+		return x[off : off+n : off+n]
+	}
+	return Host(h(b)[off : off+n : off+n])
+}
+
+func (*Backend) Upload(dst backend.Buffer, src []float32) error {
+	if len(src) > dst.Len() {
+		return fmt.Errorf("backend cpu: upload of %d floats into a buffer of %d", len(src), dst.Len())
+	}
+	copy(h(dst), src)
+	return nil
+}
+
+func (*Backend) Download(dst []float32, src backend.Buffer) error {
+	if len(dst) > src.Len() {
+		return fmt.Errorf("backend cpu: download of %d floats from a buffer of %d", len(dst), src.Len())
+	}
+	copy(dst, h(src))
+	return nil
+}
+
+func (*Backend) Copy(dst, src backend.Buffer, n int) { copy(h(dst)[:n], h(src)[:n]) }
+func (*Backend) Zero(b backend.Buffer)               { clear(h(b)) }
+
+func (*Backend) Gemm(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, b backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
+	gemm.Sgemm(transA, transB, M, N, K, alpha, h(a), lda, h(b), ldb, beta, h(c), ldc)
+}
+
+func (*Backend) GemmBF16(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, b backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
+	gemm.Sgemm(transA, transB, M, N, K, alpha, bf(a), lda, bf(b), ldb, beta, h(c), ldc)
+}
+
+// roundGrain is the values per parallel chunk of ToBF16.
+const roundGrain = 1 << 16
+
+func (*Backend) ToBF16(dst, src backend.Buffer, n int) {
+	d, s := bf(dst)[:n], h(src)[:n]
+	parallel.For(n, roundGrain, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			d[i] = backend.RoundBF16(s[i])
+		}
+	})
+}
+
+func (*Backend) AddBias(out, bias backend.Buffer, N, OC int) { addBias(h(out), h(bias), N, OC) }
+func (*Backend) ColumnSum(sum, x backend.Buffer, N, C int)   { ColumnSum(h(sum), h(x), N, C) }
+func (*Backend) Add(out, a, b backend.Buffer, n int)         { ResidualForward(h(out), h(a), h(b), n) }
+
+// elemGrain is the values per parallel chunk of the elementwise updates
+// (Scale, AdamW): large enough that waking a worker is worth it.
+const elemGrain = 1 << 16
+
+func (*Backend) Scale(x backend.Buffer, n int, alpha float32) {
+	xs := h(x)[:n]
+	parallel.For(n, elemGrain, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			xs[i] *= alpha
+		}
+	})
+}
+
+func (*Backend) EmbeddingForward(out backend.Buffer, tokens []int, wte backend.Buffer, T, C int) {
+	EmbeddingForward(h(out), tokens, h(wte), T, C)
+}
+
+func (*Backend) EmbeddingBackward(dwte, dout backend.Buffer, tokens []int, T, C int) {
+	EmbeddingBackward(h(dwte), h(dout), tokens, T, C)
+}
+
+func (*Backend) RMSNormForward(out, rstd, inp, weight backend.Buffer, N, C int, eps float32) {
+	RMSNormForward(h(out), h(rstd), h(inp), h(weight), N, C, eps)
+}
+
+func (*Backend) RMSNormBackward(dinp, dweight, dout, inp, weight, rstd backend.Buffer, N, C int) {
+	RMSNormBackward(h(dinp), h(dweight), h(dout), h(inp), h(weight), h(rstd), N, C)
+}
+
+func (*Backend) RopeForward(x, cos, sin backend.Buffer, pos []int, T, nHeads, hd int) {
+	RopeForward(h(x), h(cos), h(sin), pos, T, nHeads, hd)
+}
+
+func (*Backend) RopeBackward(dx, cos, sin backend.Buffer, pos []int, T, nHeads, hd int) {
+	RopeBackward(h(dx), h(cos), h(sin), pos, T, nHeads, hd)
+}
+
+// AttentionStore is 0: the backward pass recomputes the probabilities
+// block by block (decision 27).
+func (*Backend) AttentionStore([]int, int) int { return 0 }
+
+func (*Backend) AttentionForward(out, _, q, k, v backend.Buffer, lens []int, nH, nKV, hd int) {
+	AttentionForward(h(out), h(q), h(k), h(v), lens, nH, nKV, hd)
+}
+
+func (*Backend) AttentionBackward(dq, dk, dv, _, dout, _, q, k, v backend.Buffer, lens []int, nH, nKV, hd int) {
+	AttentionBackward(h(dq), h(dk), h(dv), h(dout), h(q), h(k), h(v), lens, nH, nKV, hd)
+}
+
+func (*Backend) AttentionProbs(p, q, k backend.Buffer, L, hd, ldq, ldk int) {
+	AttentionProbs(h(p), h(q), h(k), L, hd, ldq, ldk)
+}
+
+func (*Backend) SwiGLUForward(out, gate, up backend.Buffer, n int) {
+	SwiGLUForward(h(out), h(gate), h(up), n)
+}
+
+func (*Backend) SwiGLURows(out, gateUp backend.Buffer, N, I int) { SwiGLURows(h(out), h(gateUp), N, I) }
+
+func (*Backend) SwiGLUBackward(dgate, dup, dout, gate, up backend.Buffer, n int) {
+	SwiGLUBackward(h(dgate), h(dup), h(dout), h(gate), h(up), n)
+}
+
+func (*Backend) LogSoftmaxForward(lse, logprob, entropy, logits backend.Buffer, targets []int, N, V int) {
+	LogSoftmaxForward(h(lse), h(logprob), h(entropy), h(logits), targets, N, V)
+}
+
+func (*Backend) LogSoftmaxBackward(dlogits, logits, lse, entropy backend.Buffer, targets []int, dlogprob, dentropy backend.Buffer, N, V int) {
+	LogSoftmaxBackward(h(dlogits), h(logits), h(lse), h(entropy), targets, h(dlogprob), h(dentropy), N, V)
+}
+
+// AdamW updates in PyTorch's order of operations: decay, moments, then
+// θ -= stepSize · m / (√v/bc2Sqrt + ε), elementwise in float32.
+func (*Backend) AdamW(params, m, v, grads backend.Buffer, n int, s backend.AdamWScalars) {
+	p, mm, vv, g := h(params)[:n], h(m)[:n], h(v)[:n], h(grads)[:n]
+	parallel.For(n, elemGrain, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gi := g[i]
+			mm[i] = s.Beta1*mm[i] + s.OneMinusBeta1*gi
+			vv[i] = s.Beta2*vv[i] + s.OneMinusBeta2*gi*gi
+			denom := float32(math.Sqrt(float64(vv[i])))/s.Bc2Sqrt + s.Eps
+			p[i] = p[i]*s.Decay - s.StepSize*(mm[i]/denom)
+		}
+	})
+}
+
+// normGrain is the number of values per chunk of the norm reduction. It
+// fixes the summation order, so it must not depend on the machine.
+const normGrain = 1 << 15
+
+// GradNorm sums g² in float64 per fixed chunk and adds the chunk partials
+// in chunk order: bit-identical whatever GOMAXPROCS.
+func (*Backend) GradNorm(g backend.Buffer, n int) (float64, error) {
+	grads := h(g)[:n]
+	partial := make([]float64, parallel.Chunks(n, normGrain))
+	parallel.For(n, normGrain, func(c, lo, hi int) {
+		var s float64
+		for _, g := range grads[lo:hi] {
+			s += float64(g) * float64(g)
+		}
+		partial[c] = s
+	})
+	var s float64
+	for _, p := range partial {
+		s += p
+	}
+	return math.Sqrt(s), nil
+}
+
+// sampleGrain is about the logits per chunk of Sample's parallel rows (a
+// row costs ~20 ns per vocabulary entry: 512 entries, 10 µs).
+const sampleGrain = 2048
+
+// samplers holds sample.Sampler scratch between calls.
+var samplers = sync.Pool{New: func() any { return new(sample.Sampler) }}
+
+// Sample draws the rows in parallel, each with its own RNG: a row's token
+// depends on its logits and its RNG alone. Rows that share an RNG would
+// draw from it in row order, so they are sampled serially.
+func (*Backend) Sample(logits backend.Buffer, rows, V int, o sample.Options, rngs []*sample.RNG) ([]int, error) {
+	if err := backend.CheckSample(logits, rows, V, o, rngs); err != nil {
+		return nil, err
+	}
+	grain := max(1, sampleGrain/V)
+	if sharedRNG(rngs) {
+		grain = max(rows, 1)
+	}
+	x := h(logits)
+	out := make([]int, rows)
+	parallel.For(rows, grain, func(_, lo, hi int) {
+		s := samplers.Get().(*sample.Sampler)
+		defer samplers.Put(s)
+		for r := lo; r < hi; r++ {
+			out[r] = s.Sample(x[r*V:(r+1)*V], o, rngs[r])
+		}
+	})
+	return out, nil
+}
+
+// sharedRNG reports whether two rows use the same RNG.
+func sharedRNG(rngs []*sample.RNG) bool {
+	seen := make(map[*sample.RNG]bool, len(rngs))
+	for _, r := range rngs {
+		if r == nil {
+			continue
+		}
+		if seen[r] {
+			return true
+		}
+		seen[r] = true
+	}
+	return false
+}
+
+// packed is a Packer's buffer: weights packed for the matrix kernel.
+type packed struct {
+	p       *gemm.PackedB
+	in, out int
+}
+
+func (p *packed) Len() int { return p.in * p.out }
+
+// PackLinear packs each group's weights as one matrix of Σouts outputs
+// (torch layout [out, in]: stacking the rows stacks the outputs), one
+// parallel task per group. A decoding step multiplies only a few rows by
+// each weight, so packing them at every step would cost as much as the
+// products; a fused group (q|k|v, gate|up) multiplies each input row once
+// instead of two or three times, and every output is summed exactly as in
+// its own product, since the kernel sums each column alone.
+func (*Backend) PackLinear(groups []backend.LinearGroup) ([]backend.Buffer, error) {
+	out := make([]backend.Buffer, len(groups))
+	for i, g := range groups {
+		if len(g.Weights) != len(g.Outs) || len(g.Weights) == 0 {
+			return nil, fmt.Errorf("backend cpu: pack group %d: %d weights for %d output sizes", i, len(g.Weights), len(g.Outs))
+		}
+		for j, w := range g.Weights {
+			if w.Len() != g.Outs[j]*g.In {
+				return nil, fmt.Errorf("backend cpu: pack group %d: weight %d holds %d values, want %d × %d", i, j, w.Len(), g.Outs[j], g.In)
+			}
+		}
+	}
+	parallel.For(len(groups), 1, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			g := groups[i]
+			w := f(g.Weights[0])
+			if len(g.Weights) > 1 {
+				parts := make([][]float32, len(g.Weights))
+				for j, x := range g.Weights {
+					parts[j] = f(x)
+				}
+				w = slices.Concat(parts...)
+			}
+			OC := len(w) / g.In
+			out[i] = &packed{p: gemm.PackB(true, g.In, OC, w, g.In), in: g.In, out: OC}
+		}
+	})
+	return out, nil
+}
+
+func (*Backend) PackedLinear(out, x, w backend.Buffer, N int) {
+	p := w.(*packed)
+	gemm.SgemmPacked(N, 1, f(x), p.in, p.p, 0, h(out), p.out)
+}

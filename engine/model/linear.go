@@ -1,0 +1,86 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/ragen-go/ragen/engine/backend"
+)
+
+// mat returns the weights the products read: views of the parameters at
+// F32, of their bf16 copy at BF16. Biases and norm weights always come
+// from the float32 parameters (m.p).
+func (m *Model) mat() *weights {
+	if m.half != nil {
+		return &m.h
+	}
+	return &m.p
+}
+
+// growHalf makes the bf16 scratch slots hold n[i] values, at BF16.
+func (m *Model) growHalf(n ...int) error {
+	if m.half == nil {
+		return nil
+	}
+	for i, k := range n {
+		if m.xs[i] != nil && m.xs[i].Len() >= k {
+			continue
+		}
+		if m.xs[i] != nil {
+			m.b.Free(m.xs[i])
+			m.xs[i] = nil
+		}
+		var err error
+		if m.xs[i], err = m.b.AllocBF16(k); err != nil {
+			return fmt.Errorf("bf16 scratch: %w", err)
+		}
+	}
+	return nil
+}
+
+// in returns x (n floats) as an input of a product: x itself at F32, and
+// at BF16 x rounded into scratch slot 0 (activations) or 1 (output
+// gradients), valid until the next in with that slot. An input shared by
+// several products (the layer input of q, k and v) is rounded once.
+func (m *Model) in(slot int, x backend.Buffer, n int) backend.Buffer {
+	if m.half == nil {
+		return x
+	}
+	m.b.ToBF16(m.xs[slot], x, n)
+	return m.xs[slot]
+}
+
+// gemm is Backend.Gemm at F32 and Backend.GemmBF16 at BF16; a and b come
+// from in and mat.
+func (m *Model) gemm(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, b backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
+	if m.half != nil {
+		m.b.GemmBF16(transA, transB, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc)
+	} else {
+		m.b.Gemm(transA, transB, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc)
+	}
+}
+
+// linear is a linear layer as torch stores it: out[N,OC] = x[N,C] ·
+// weight[OC,C]ᵀ + bias[OC] (bias may be nil), with x from in and weight
+// from mat.
+func (m *Model) linear(out, x, weight, bias backend.Buffer, N, C, OC int) {
+	m.gemm(false, true, N, OC, C, 1, x, C, weight, C, 0, out, OC)
+	if bias != nil {
+		m.b.AddBias(out, bias, N, OC)
+	}
+}
+
+// linearBackward accumulates dinp += dout·weight, dweight += doutᵀ·x and
+// dbias += Σₙ dout[n] (dinp and dbias may be nil), with x (the layer's
+// input) from in and weight from mat; dout is float32, rounded here for
+// the two products. With linear these are the three layouts of Gemm the
+// engine uses (NT, NN, TN).
+func (m *Model) linearBackward(dinp, dweight, dbias, dout, x, weight backend.Buffer, N, C, OC int) {
+	g := m.in(1, dout, N*OC)
+	if dinp != nil {
+		m.gemm(false, false, N, C, OC, 1, g, OC, weight, C, 1, dinp, C)
+	}
+	m.gemm(true, false, OC, C, N, 1, g, OC, x, C, 1, dweight, C)
+	if dbias != nil {
+		m.b.ColumnSum(dbias, dout, N, OC)
+	}
+}
