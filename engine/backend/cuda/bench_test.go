@@ -4,7 +4,6 @@ package cuda
 
 import (
 	"math/rand/v2"
-	"sync"
 	"testing"
 
 	"github.com/ragen-go/ragen/engine/backend"
@@ -20,17 +19,18 @@ import (
 
 var precisions = []backend.Precision{backend.F32, backend.BF16}
 
-// benchTransformer returns m's Transformer on g at precision p.
-func benchTransformer(b *testing.B, g *Backend, m benchModel, p backend.Precision) *backend.Transformer {
-	tr, err := backend.NewTransformer(g, m.cfg, paramsOf(b, m))
+// benchModelOn returns a model of m on g at precision p, from one random
+// initialisation per model (model.New of 0.5B parameters takes seconds on
+// the host, and a benchmark function runs more than once).
+func benchModelOn(b *testing.B, g *Backend, m benchModel, p backend.Precision) *model.Model {
+	mm, err := model.New(m.cfg, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := tr.SetPrecision(p); err != nil {
-		tr.Free()
+	if err := mm.Use(g, p); err != nil {
 		b.Fatal(err)
 	}
-	return tr
+	return mm
 }
 
 type benchModel struct {
@@ -57,23 +57,6 @@ func benchModels() []benchModel {
 	}
 }
 
-// params caches one random initialisation per model: model.New of 0.5B
-// parameters takes seconds on the host, and a benchmark function runs
-// more than once.
-var params sync.Map // name → []float32
-
-func paramsOf(b *testing.B, m benchModel) []float32 {
-	if p, ok := params.Load(m.name); ok {
-		return p.([]float32)
-	}
-	mm, err := model.New(m.cfg, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	params.Store(m.name, mm.Params.Data)
-	return mm.Params.Data
-}
-
 func BenchmarkTrainStep(b *testing.B) {
 	g := open(b)
 	for _, m := range benchModels() {
@@ -84,13 +67,9 @@ func BenchmarkTrainStep(b *testing.B) {
 }
 
 func benchTrainStep(b *testing.B, g *Backend, m benchModel, p backend.Precision) {
-	tr := benchTransformer(b, g, m, p)
+	tr := benchModelOn(b, g, m, p)
 	defer tr.Free()
-	groups := make([]optim.Group, len(tr.Layout.Views))
-	for i, v := range tr.Layout.Views {
-		groups[i] = optim.Group{Offset: v.Offset, Size: v.Size, Decay: v.Decay}
-	}
-	opt, err := backend.NewAdamW(g, optim.DefaultConfig(), tr.Layout.Size, groups)
+	opt, err := tr.NewAdamW(optim.DefaultConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -117,13 +96,12 @@ func benchTrainStep(b *testing.B, g *Backend, m benchModel, p backend.Precision)
 		if err := tr.Backward(model.Grad{LogProb: dlp}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := backend.ClipGradNorm(g, tr.Grads, 1); err != nil {
+		if _, err := tr.ClipGradNorm(1); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := opt.Step(tr.Params, tr.Grads); err != nil {
+		if _, err := tr.Step(opt); err != nil {
 			b.Fatal(err)
 		}
-		tr.Refresh()
 	}
 	b.ReportMetric(float64(b.N*len(toks))/b.Elapsed().Seconds(), "tok/s")
 }
@@ -142,13 +120,13 @@ func BenchmarkDecode(b *testing.B) {
 
 func benchDecode(b *testing.B, g *Backend, m benchModel, p backend.Precision) {
 	const steps = 128
-	tr := benchTransformer(b, g, m, p)
+	tr := benchModelOn(b, g, m, p)
 	defer tr.Free()
-	dec, err := tr.NewDecoder(m.slots, steps+1)
+	dec, err := tr.NewDecoder()
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer dec.Free()
+	defer dec.Close()
 	o := model.GenerateOptions{Sample: sample.Options{Temperature: 1, TopK: 50, TopP: 0.9}, MaxNew: steps}
 	b.ResetTimer()
 	for range b.N {
