@@ -91,7 +91,7 @@ type Experiment struct {
 	Backend string
 	// Precision of the matrix products on a device backend: "f32"
 	// (default) or "bf16" (bf16 weights and activations, float32 master
-	// weights and accumulation); bf16 needs Backend "cuda" or "cpu-ref".
+	// weights and accumulation); the same on every backend, the CPU included.
 	Precision string
 
 	// Monitor is what the collapse monitor does when a signal fires:

@@ -3,7 +3,6 @@
 package stdlib
 
 import (
-	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/rollout"
 	"reflect"
 )
@@ -22,34 +21,8 @@ func init() {
 		// type definitions
 		"Chat":       reflect.ValueOf((*rollout.Chat)(nil)),
 		"Config":     reflect.ValueOf((*rollout.Config)(nil)),
-		"Decoder":    reflect.ValueOf((*rollout.Decoder)(nil)),
 		"Task":       reflect.ValueOf((*rollout.Task)(nil)),
 		"Trajectory": reflect.ValueOf((*rollout.Trajectory)(nil)),
 		"Turn":       reflect.ValueOf((*rollout.Turn)(nil)),
-
-		// interface wrapper definitions
-		"_Decoder": reflect.ValueOf((*_github_com_ragen_go_ragen_engine_rollout_Decoder)(nil)),
 	}
-}
-
-// _github_com_ragen_go_ragen_engine_rollout_Decoder is an interface wrapper for Decoder type
-type _github_com_ragen_go_ragen_engine_rollout_Decoder struct {
-	IValue        interface{}
-	WGenerate     func(reqs []model.Request, o model.GenerateOptions) ([][]int, error)
-	WLen          func(id int) int
-	WMaxPositions func() int
-	WRemove       func(id int)
-}
-
-func (W _github_com_ragen_go_ragen_engine_rollout_Decoder) Generate(reqs []model.Request, o model.GenerateOptions) ([][]int, error) {
-	return W.WGenerate(reqs, o)
-}
-func (W _github_com_ragen_go_ragen_engine_rollout_Decoder) Len(id int) int {
-	return W.WLen(id)
-}
-func (W _github_com_ragen_go_ragen_engine_rollout_Decoder) MaxPositions() int {
-	return W.WMaxPositions()
-}
-func (W _github_com_ragen_go_ragen_engine_rollout_Decoder) Remove(id int) {
-	W.WRemove(id)
 }

@@ -41,7 +41,7 @@ func runTrain(args []string) error {
 	fs.Var(&opts, "opt", "environment option key=value (repeatable), e.g. -opt dim=6 -opt boxes=1")
 	fs.StringVar(&c.Model, "model", c.Model, "model preset: tiny | small | base")
 	fs.StringVar(&c.Backend, "backend", c.Backend, "compute backend: "+strings.Join(backend.Names(), " | "))
-	fs.StringVar(&c.Precision, "precision", "f32", "matrix products on a device backend: f32 | bf16 (bf16 weights and activations, f32 master weights and accumulation; not with -backend cpu)")
+	fs.StringVar(&c.Precision, "precision", "f32", "matrix products: f32 | bf16 (bf16 weights and activations, f32 master weights and accumulation; on every backend)")
 	fs.IntVar(&c.Steps, "steps", c.Steps, "training steps (0: only evaluate the starting policy on the -val games)")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "experiment seed")
 	fs.IntVar(&c.EnvGroups, "groups", c.EnvGroups, "environment groups per step (one initial state each)")

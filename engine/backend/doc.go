@@ -1,41 +1,40 @@
 // Package backend is the compute interface of the engine and the registry
-// of its implementations.
+// of its implementations. It holds the interface, its buffers and cache
+// types, registration (Register, Check, Open) and the precision setting;
+// it imports no model, optimizer or CPU code.
 //
-// A Backend owns float32 buffers (host memory for "cpu", device memory for
+// A Backend owns buffers (host memory for "cpu", device memory for
 // "cuda") and runs the transformer's ops on them: embedding gather and
 // scatter-add, RMSNorm, RoPE, causal grouped-query attention over packed
-// sequences (and its one-token KV-cache form for decoding), SwiGLU,
-// log-softmax with target gather and entropy, each with its backward; GEMM
-// in the three layouts of a linear layer; AdamW; a deterministic gradient
-// norm; sampling with temperature, top-k and top-p. The ops copy the
-// signatures of the kernels in engine/backend/cpu, llm.c style, with
-// Buffers in place of []float32; token ids, positions, sequence lengths and
+// sequences, SwiGLU, log-softmax with target gather and entropy, each with
+// its backward; GEMM in the three layouts of a linear layer, at float32 or
+// on bfloat16 inputs; AdamW; a deterministic gradient norm; sampling with
+// temperature, top-k and top-p; and decoding's ops: a KV cache in the
+// backend's own layout (NewKVCache), one fused attention step over it
+// (DecodeAttention: bias, RoPE, cache append, attend) and SwiGLU on a
+// fused gate|up product. Token ids, positions, sequence lengths and
 // targets stay host []int, since the host is where they come from.
 //
-// On top of the interface, Transformer runs model.Model's forward and
-// backward pass (LM head, value head, or both; model.Model's API) with
-// parameters, gradients and activations in backend buffers (laid out by
-// model.Layout), AdamW keeps its moments there too, and Decoder is
-// model.Decoder's multi-turn generation (Append, Generate, Remove) with the
-// KV caches on the backend: the host sends tokens and gets per-token
-// log-probabilities, entropies, values, sampled tokens and norms back,
-// never weights or activations.
+// engine/model, the one transformer of the engine — forward, backward,
+// KV-cache decoding, generation, value head, attention maps, bf16
+// products — is written once against this interface, and engine/optim
+// drives the AdamW and gradient-norm ops; the same model code runs on
+// every backend (decision 32). A backend may implement the optional
+// Packer (products by weights packed once, which the decoder uses when it
+// is there, plain Gemms otherwise) and HostMemory (buffers that wrap host
+// slices without a copy, so a model's host parameters are the memory the
+// backend computes on).
 //
 // # Selecting a backend
 //
-// Implementations register from init: CPU (this package, the reference:
-// the kernels of engine/backend/cpu on host slices) as "cpu" and again as
-// "cpu-ref" (see below), and package
-// engine/backend/cuda as "cuda" when the binary is built with -tags cuda
-// and imports it (cmd/ragen does). Check(name) says whether a backend can
-// run here, with the reason when not: "cuda" in a build without the tag
-// says how to rebuild, and with the tag but no device says that none was
-// found. Open(name) returns an instance. The trainer's config field
-// `backend` (flag -backend) goes through Check. The trainer runs "cpu" on
-// model.Model, whose fused kernels and packed-weight decoder are faster on
-// the CPU than this package's reference, and every other backend through
-// Transformer, AdamW and Decoder; "cpu-ref" selects that device path on
-// the CPU reference, so it is tested without a GPU.
+// Implementations register from init: engine/backend/cpu as "cpu" (the
+// default; engine/model imports it), and engine/backend/cuda as "cuda"
+// when the binary is built with -tags cuda and imports it (cmd/ragen
+// does). Check(name) says whether a backend can run here, with the reason
+// when not: "cuda" in a build without the tag says how to rebuild, and
+// with the tag but no device or driver says what is missing. Open(name)
+// returns an instance; model.Model.Use moves a model onto it. The
+// trainer's config field `backend` (flag -backend) goes through Check.
 //
 // # Errors
 //
@@ -45,82 +44,62 @@
 // as bufio.Writer does. Bad sizes are caught on the host before a kernel
 // could write out of bounds.
 //
-// # The CUDA backend
+// # Conformance
 //
-// engine/backend/cuda binds the CUDA driver API (context, one non-blocking
-// stream per Backend, device memory, module loading, kernel launch) and
-// cuBLAS directly with cgo, and uses gorgonia.org/cu/nvrtc to compile
-// kernels.cu, embedded with go:embed, at start for the device's compute
-// capability (falling back to an older PTX target when NVRTC predates the
-// device). gorgonia.org/cu's root package is not used because its init
-// exits the process when cuInit fails, so a CUDA build could not even run
-// on the CPU, nor report a missing device; its cublas package takes Go
-// slices, has no stream setter and no strided-batched GEMM.
-//
-// Matrix products go to cublasSgemm (row-major by computing the transposed
-// product), attention to cublasSgemmStridedBatched over the query heads
-// of each key/value group (stride 0 shares K and V), with our fused
-// scale+mask+softmax kernel between the two products. Reductions use a
-// fixed block size and tree; sums over rows (weight gradients, embedding
-// scatter-add) run one thread per column over the rows in order, with no
-// atomics, so results are the same on every run (not bit-equal to the CPU).
-// TF32 is off: products stay float32.
+// engine/backend/backendtest is the suite every backend passes: each op
+// against its float64 twin in backendtest.Naive at several shapes
+// (ragged packed sequences, GQA, QKV bias, long positions), a training
+// step of a policy with tied and untied heads, a critic and a reference,
+// and a multi-turn decode with sampling, at f32 and bf16. The CPU runs it
+// in `go test ./...`, CUDA in scripts/gpu-check.
 //
 // # Mixed precision
 //
-// Transformer.SetPrecision(BF16) (the trainer's `precision: bf16`, flag
-// -precision) makes every matrix product of the Transformer and its
-// Decoder read bfloat16 inputs and accumulate in float32:
+// A model at BF16 (model.Model.Use; the trainer's `precision: bf16`, flag
+// -precision) makes every matrix product read bfloat16 inputs and
+// accumulate in float32 (decision 20):
 //
-//   - the float32 Params stay the master copy: AdamW updates them,
-//     checkpoints and Host read them;
-//   - Half, a bf16 copy of Params (Backend.ToBF16: round to nearest, ties
-//     to even, RoundBF16), is made by SetPrecision and remade by Refresh,
-//     which the trainer calls after every optimizer step and upload;
-//     products read their weights from it;
+//   - the float32 parameters stay the master copy: AdamW updates them,
+//     checkpoints read them;
+//   - a bf16 copy of them (Backend.ToBF16: round to nearest, ties to
+//     even, RoundBF16) is made by Use and remade by Refresh, which the
+//     optimizer step and Upload call; products read their weights from it;
 //   - an activation or gradient is rounded to bf16 (into a scratch buffer)
 //     as it enters a product: the layer input in forward and for the
 //     weight gradient, the output gradient for both backward products;
-//   - Backend.GemmBF16 multiplies bf16 operands into a float32 C.
+//   - Backend.GemmBF16 (or a Packer's product of packed bf16 weights)
+//     multiplies bf16 operands into a float32 C.
 //
-// Activations are stored in float32 between ops, and everything but
-// Backend.Gemm stays float32: embedding, RMSNorm, RoPE, attention (its
-// q·kᵀ and p·v products included: they are inside the attention ops, not
-// Backend.Gemm), SwiGLU, log-softmax, AdamW, norms and sampling. bf16
-// storage of activations would halve their memory and traffic but needs
-// bf16 variants of every kernel; it is not done.
-//
-// The CPU backend implements the same semantics as the reference: a bf16
-// buffer (HostBF16) holds float32 values that are exactly bf16, and
-// GemmBF16 runs the float32 GEMM on them, which is a bf16-input,
-// float32-accumulate product (products of bf16 values are exact in
-// float32). A bf16 Transformer there is bit-identical to the f32 one on a
-// backend whose Gemm rounds its inputs, and within 2e-2 of f32 (measured
-// on a 2-layer small preset: log-probs 3e-4, gradients 8e-3 relative).
-// "cpu" itself trains on model.Model, float32 only, so bf16 runs on
-// "cpu-ref" or "cuda". On CUDA, Half and the scratch are bf16 device
+// Activations are stored in float32 between ops, and everything but the
+// products stays float32: embedding, RMSNorm, RoPE, attention (its q·kᵀ
+// and p·v products included), SwiGLU, log-softmax, AdamW, norms and
+// sampling. The CPU backend stores a bf16 buffer as float32 values that
+// are exactly bf16 (cpu.HostBF16) and runs its float32 GEMM on them,
+// which is a bf16-input, float32-accumulate product (products of bf16
+// values are exact in float32). On CUDA, bf16 buffers are bf16 device
 // arrays (2 bytes a value), f32_to_bf16 rounds, and GemmBF16 is
 // cublasGemmEx with CUDA_R_16BF inputs, a CUDA_R_32F output and
-// CUBLAS_COMPUTE_32F; attention keeps cublasSgemmStridedBatched in
-// float32.
+// CUBLAS_COMPUTE_32F.
 //
-// # Status
+// # The CUDA backend
 //
-// Without a GPU, CI builds and vets everything with -tags cuda against the
-// headers and link stubs of Debian's nvidia-cuda-dev (scripts/cuda-check),
-// compiles kernels.cu with the real NVRTC, and runs the CUDA tests against
-// the stub driver, where the parity tests skip saying that no device was
-// found. The CPU implementation, Transformer (both heads), AdamW and
-// Decoder are tested here against model.Model, model.Decoder and
-// optim.AdamW, and the trainer's device path ("cpu-ref") against its host
-// path: a short training run gives bit-identical metrics and weights. The
-// trainer and rollouts run on any backend, "cuda" included, at f32 or
-// bf16. The CUDA kernels themselves have not yet run on a device:
-// scripts/gpu-check runs the parity tests (every op, sampling, bf16
-// rounding, a whole training step of the tiny and small presets, the
-// critic, multi-turn decoding; relative error ≤ 1e-3; and at bf16 the
-// bf16 GEMM and a training step with decoding after Refresh against the
-// CPU's bf16, ≤ 2e-2), the benchmarks at f32 and bf16, and a short
-// training run with -backend cpu, cuda and cuda -precision bf16, timed, on
-// a GPU.
+// engine/backend/cuda binds the CUDA driver API (context, one non-blocking
+// stream per Backend, device memory, module loading, kernel launch),
+// cuBLAS and NVRTC, and compiles kernels.cu, embedded with go:embed, at
+// start for the device's compute capability (falling back to an older PTX
+// target when NVRTC predates the device). Matrix products go to
+// cublasSgemm (row-major by computing the transposed product), attention
+// to cublasSgemmStridedBatched over the query heads of each key/value
+// group (stride 0 shares K and V), with a fused scale+mask+softmax kernel
+// between the two products. Reductions use a fixed block size and tree;
+// sums over rows (weight gradients, embedding scatter-add) run one thread
+// per column over the rows in order, with no atomics, so results are the
+// same on every run (not bit-equal to the CPU). TF32 is off.
+//
+// Without a GPU, CI vets and builds it with -tags cuda against the
+// headers of Debian's nvidia-cuda-dev (scripts/cuda-check), compiles
+// kernels.cu with the real NVRTC, and runs its tests, where the
+// conformance suite skips saying that no device was found.
+// scripts/gpu-check builds the test binaries and the ragen binary here
+// and runs them on a GPU machine.
 package backend

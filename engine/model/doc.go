@@ -20,7 +20,11 @@
 // across turns (prompt, generated tokens, environment chunks), never
 // recomputing a prefix.
 //
-// The math of every op lives in package cpu (engine/backend/cpu); this
-// package wires the ops together and checks its inputs, returning errors
-// (never panicking) on bad token ids, lengths or shapes.
+// It is the one transformer of the engine, written once against
+// engine/backend's interface: a Model computes on the CPU backend by
+// default and on any other through Use (CUDA), at f32 or bf16 products,
+// with the same code. The math of every op lives in the backends (on the
+// CPU, package engine/backend/cpu); this package wires the ops together
+// and checks its inputs, returning errors (never panicking) on bad token
+// ids, lengths or shapes.
 package model

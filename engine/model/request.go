@@ -12,9 +12,7 @@ import (
 // limit names in the error ("max_position_embeddings 1024"). seq reports a
 // sequence's length (cached plus pending) and its pending tokens, ok false
 // for a sequence the decoder does not hold yet. It returns how many
-// sequences are new and how many tokens the step runs. Decoder and
-// backend.Decoder share it, so both refuse the same requests in the same
-// words.
+// sequences are new and how many tokens the step runs.
 func CheckAppend(ids []int, chunks [][]int, vocab, maxLen int, limit string, seq func(id int) (length, pending int, ok bool)) (fresh, tokens int, err error) {
 	if len(ids) == 0 {
 		return 0, 0, errors.New("decoder: empty batch: no sequences")

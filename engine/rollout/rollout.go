@@ -38,32 +38,16 @@ type Task struct {
 	Group     int    // group index (same initial state)
 }
 
-// Decoder is the multi-turn generation Play drives: *model.Decoder (the
-// CPU fast path) or a decoder on a compute backend (*backend.Decoder).
-// Play names sequences by task index (0 … len(tasks)−1) and removes each
-// when its episode ends, so a decoder with room for len(tasks) sequences
-// suffices and is left empty.
-type Decoder interface {
-	// MaxPositions is the most tokens a sequence can hold.
-	MaxPositions() int
-	// Len is the number of tokens of sequence id (0 if unknown).
-	Len(id int) int
-	// Generate appends each request's prompt and samples a response per
-	// request (see model.Decoder.Generate).
-	Generate(reqs []model.Request, o model.GenerateOptions) ([][]int, error)
-	// Remove drops sequence id.
-	Remove(id int)
-}
-
 // Play runs every task to the end of its episode with dec, an empty
-// decoder of the policy, and returns one trajectory per task, in task
+// decoder of the policy (Play names sequences by task index and removes
+// each when its episode ends, so it leaves dec empty), and returns one trajectory per task, in task
 // order. Generation is batched over all live episodes and
 // the KV cache is kept across turns: after each turn only the environment's
 // reply is prefilled. A trajectory's tokens depend only on its own task and
 // the model, never on the other tasks of the batch.
 //
 // Play checks ctx between turns and returns ctx.Err() when it is done.
-func Play(ctx context.Context, dec Decoder, tok *tokenizer.Tokenizer, tasks []Task, cfg Config) ([]*Trajectory, error) {
+func Play(ctx context.Context, dec *model.Decoder, tok *tokenizer.Tokenizer, tasks []Task, cfg Config) ([]*Trajectory, error) {
 	if len(tasks) == 0 {
 		return nil, errors.New("rollout: no tasks")
 	}

@@ -1,4 +1,10 @@
-// Package cpu holds the transformer kernels of the CPU backend, llm.c style:
+// Package cpu is the CPU backend (Backend, registered as "cpu"): the
+// transformer kernels of this package on host slices (Host buffers are
+// plain []float32, so host access costs nothing), the weights of decoding
+// packed once (Packer), and a fused decoding attention over a KV cache
+// that grows per sequence.
+//
+// The kernels are written llm.c style:
 // each op is a Forward/Backward pair on flat row-major []float32 buffers with
 // the dimensions passed explicitly, in the argument order
 // (outputs, saved buffers, inputs, weights, dims). Backward functions
