@@ -279,6 +279,31 @@ Card{"ace"}`)
 	}
 }
 
+// Units joined by ';' on one line run as written: masking other units
+// must not blank the ';' between two kept ones (issue 27).
+func TestSemicolonJoined(t *testing.T) {
+	s := newSession(t)
+	for i, tc := range []struct{ code, want string }{
+		{"a := 1; b := 2\na + b", "3"},
+		{"x := 0\nx++; x++\nx", "2"},
+		{"func one() int { return 1 }; func two() int { return 2 }\none() + two()", "3"},
+		{"type U int; func (u U) Twice() U { return 2 * u }; var u U = 4; u.Twice()", "8"},
+		{"import \"strings\"; n := 2; strings.Repeat(\"ab\", n)", `"abab"`},
+		{"c := 1; c++;", ""},
+	} {
+		r := exec(t, s, i+1, tc.code)
+		mustOK(t, r)
+		if r.text() != tc.want {
+			t.Errorf("%q = %q, want %q", tc.code, r.text(), tc.want)
+		}
+	}
+	r := exec(t, s, 9, "c")
+	mustOK(t, r)
+	if r.text() != "2" {
+		t.Errorf("c = %s after `c := 1; c++;`, want 2", r.text())
+	}
+}
+
 func TestSplitter(t *testing.T) {
 	for _, tc := range []struct {
 		code    string

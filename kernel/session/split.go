@@ -34,9 +34,13 @@ const (
 
 // A unit is one top-level declaration or statement: cell[start:end].
 type unit struct {
-	kind         unitKind
-	start, end   int
-	explicitSemi bool // ended by an explicit ';' (suppresses the result)
+	kind       unitKind
+	start, end int
+	// semi is the offset of the explicit ';' that ends the unit, -1 when a
+	// newline or the end of the cell ends it. An explicit ';' suppresses
+	// the result, and masked keeps it: it is what separates two units on
+	// one line (`a := 1; b := 2`).
+	semi int
 }
 
 // fileName is the file name of every chunk; cellPos decodes positions.
@@ -68,7 +72,11 @@ func splitUnits(code string) ([]unit, error) {
 		off := file.Offset(pos)
 		if tok == token.SEMICOLON && depth == 0 && !header {
 			if start >= 0 {
-				units = append(units, unit{kind: classify(kindToks), start: start, end: lastEnd, explicitSemi: lit == ";"})
+				semi := -1
+				if lit == ";" {
+					semi = off
+				}
+				units = append(units, unit{kind: classify(kindToks), start: start, end: lastEnd, semi: semi})
 			}
 			start, kindToks = -1, kindToks[:0]
 			continue
@@ -100,7 +108,7 @@ func splitUnits(code string) ([]unit, error) {
 		}
 	}
 	if start >= 0 {
-		units = append(units, unit{kind: classify(kindToks), start: start, end: lastEnd})
+		units = append(units, unit{kind: classify(kindToks), start: start, end: lastEnd, semi: -1})
 	}
 	if errs.Len() > 0 {
 		return nil, errs
@@ -147,12 +155,17 @@ func classify(toks []token.Token) unitKind {
 
 // masked returns code with every byte outside the given units replaced by
 // a space, newlines kept, so offsets, lines and columns stay the cell's.
+// The ';' ending a unit is kept with it, or `a := 1; b := 2` would read
+// `a := 1  b := 2`.
 func masked(code string, units []unit) string {
 	b := []byte(code)
 	keep := make([]bool, len(b))
 	for _, u := range units {
 		for i := u.start; i < u.end; i++ {
 			keep[i] = true
+		}
+		if u.semi >= 0 {
+			keep[u.semi] = true
 		}
 	}
 	for i := range b {
@@ -247,7 +260,7 @@ func makePlan(code string) (*plan, error) {
 	}
 	if len(rest) > 0 {
 		last := rest[len(rest)-1]
-		if last.kind == unitStmt && !last.explicitSemi && isExprStmt(code[last.start:last.end]) {
+		if last.kind == unitStmt && last.semi < 0 && isExprStmt(code[last.start:last.end]) {
 			p.result = &last
 			rest = rest[:len(rest)-1]
 		}
