@@ -554,6 +554,7 @@ func (s *Session) resultSymbols() interp.Exports {
 		"Value":      reflect.ValueOf(func(v any) { set(display.Render(v)) }),
 		"GoPanic":    reflect.ValueOf(s.goroutinePanic),
 		"Keep":       reflect.ValueOf(s.keep),
+		"MakeSize":   reflect.ValueOf(makeSize),
 	}}
 }
 
