@@ -135,6 +135,9 @@ func TestErrors(t *testing.T) {
 			nil},
 		{"a := [3]int{}\nfor {", "SyntaxError", "cell[4]:2:6: expected '}', found 'EOF'", nil},
 		{"s := \"unterminated", "SyntaxError", "cell[5]:1:6: string literal not terminated", nil},
+		// The '}' closing the function a cell's statements are wrapped in is not the user's.
+		{"x +", "SyntaxError", "cell[6]:1:4: expected operand, found 'EOF'", nil},
+		{"y := 1\nfmt.Println(y,", "SyntaxError", "cell[7]:2:15: expected operand, found 'EOF'", nil},
 	} {
 		r := exec(t, s, int(tc.value[5]-'0'), tc.code) // the cell number is the one in the message
 		if r.res.Err == nil {
@@ -176,6 +179,22 @@ func TestPanic(t *testing.T) {
 	r = exec(t, s, 4, "import \"os\"\nos.Exit(3)")
 	if r.res.Err == nil || r.res.Err.Name != "Exit" || r.res.Err.Value != "os.Exit(3) called in a cell" {
 		t.Errorf("os.Exit = %+v", r.res.Err)
+	}
+	// The cell's own frame names the statement that panicked, not the
+	// cell's first line (yaegi#1266).
+	for code, want := range map[string]string{
+		"var mm map[string]int\nmm[\"a\"] = 1":      "cell[6]:2:1 in main\n    2 | mm[\"a\"] = 1\n      | ^",
+		"a := []int{1}; i := 3\n\ta[i] = 2":         "cell[6]:2:2 in main\n    2 | \ta[i] = 2\n      | \t^",
+		"x := 0\nvar pp *struct{ X int }\npp.X = 1": "cell[6]:3:1 in main",
+	} {
+		r := exec(t, s, 6, code)
+		if r.res.Err == nil || r.res.Err.Name != "panic" {
+			t.Errorf("%q: err = %+v, want a panic", code, r.res.Err)
+			continue
+		}
+		if tb := strings.Join(r.res.Err.Traceback, "\n"); !strings.Contains(tb, want) {
+			t.Errorf("%q: traceback lacks %q:\n%s", code, want, tb)
+		}
 	}
 	r = exec(t, s, 5, "m = map[string]int{}\nboom(m)\nlen(m)")
 	mustOK(t, r)

@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/scanner"
 	"go/token"
+	"strings"
 )
 
 // The cell splitter. yaegi decides how to parse a source from its first
@@ -174,6 +175,28 @@ func masked(code string, units []unit) string {
 		}
 	}
 	return string(b)
+}
+
+// marked is masked(code, units) with a call __ragen.At(line, col) before
+// each unit, a /*line*/ comment after it so the unit keeps its position.
+// The calls tell which top-level statement of the cell is running: yaegi
+// reports a panic at the first statement of the panicking frame, not at
+// the statement that panicked (yaegi#1266), so the cell's own frame would
+// always point at its first line. Only top-level statements are marked: a
+// call per statement inside loops and functions would slow them down.
+func marked(code string, n int, units []unit) string {
+	m := masked(code, units)
+	var b strings.Builder
+	prev := 0
+	for _, u := range units {
+		l, c := lineCol(code, u.start)
+		line := n*lineBase + l
+		b.WriteString(m[prev:u.start])
+		fmt.Fprintf(&b, "__ragen.At(%d, %d); /*line %s:%d:%d*/", line, c, fileName, line, c)
+		prev = u.start
+	}
+	b.WriteString(m[prev:])
+	return b.String()
 }
 
 // lineDirective places the text that follows on line 1, column 1 of cell n.
