@@ -231,7 +231,8 @@ func literalPosition(code string, line, col int, pe exprPositioner) (int, int, b
 // new f as a notebook user expects. A type cannot be redefined at all
 // (yaegi#1410: old and new code keep seeing the first definition), so a
 // different definition of an existing type is an error; an identical one
-// (re-running a cell) is skipped.
+// (re-running a cell) is skipped. The same holds for a method: yaegi adds
+// the new one after the old, and method lookup finds the old one first.
 
 // checkDecls parses each unit of a declaration chunk, drops identical type
 // re-declarations, rejects changed types, and returns the declarations to
@@ -259,6 +260,20 @@ func (s *Session) checkDecls(id int, code string, units []unit) ([]unit, []*decl
 			key := d.Name.Name
 			if d.Recv != nil && len(d.Recv.List) == 1 {
 				key = recvName(d.Recv.List[0].Type) + "." + key
+				s.mu.Lock()
+				prev := s.decls[key]
+				s.mu.Unlock()
+				if prev != nil && prev.src == src {
+					continue // re-running the same declaration
+				}
+				if prev != nil {
+					l, c := lineCol(code, u.start)
+					s.mu.Lock()
+					n := s.cells[prev.id].Number
+					s.mu.Unlock()
+					return nil, nil, s.posError("CompileError", id, l, c, fmt.Sprintf(
+						"method %s is already declared in cell[%d]; the interpreter cannot change a method (calls would keep the first one): restart the kernel to redefine it, or use a new name", key, n))
+				}
 			}
 			ds = append(ds, &decl{key: key, kind: token.FUNC, src: src, id: id, text: text, refs: refs})
 		case *ast.GenDecl:

@@ -120,6 +120,22 @@ func TestRedefinition(t *testing.T) {
 	if r.res.Err == nil || r.res.Err.Value != want {
 		t.Errorf("type redefinition error = %v, want %q", r.res.Err, want)
 	}
+	// A method cannot change either: say so instead of keeping the old one
+	// silently (issue 27). The same method again, or a new one, is fine.
+	mustOK(t, exec(t, s, 7, "func (t T) Name() string { return \"a\" }\nfunc (t *T) Set(a int) { t.A = a }"))
+	mustOK(t, exec(t, s, 8, "func (t T) Name() string { return \"a\" }\nfunc (t T) Size() int { return 1 }"))
+	for code, want := range map[string]string{
+		"x := 1\nfunc (t T) Name() string { return \"b\" }": "cell[9]:2:1: method T.Name is already declared in cell[7]; the interpreter cannot change a method (calls would keep the first one): restart the kernel to redefine it, or use a new name",
+		"func (t T) Set(a int) {}":                          "cell[9]:1:1: method T.Set is already declared in cell[7]; the interpreter cannot change a method (calls would keep the first one): restart the kernel to redefine it, or use a new name",
+	} {
+		r = exec(t, s, 9, code)
+		if r.res.Err == nil || r.res.Err.Value != want {
+			t.Errorf("%q: error = %v, want %q", code, r.res.Err, want)
+		}
+	}
+	if r = exec(t, s, 10, "import \"fmt\"\nT{}.Name() + fmt.Sprint(T{}.Size())"); r.res.Err != nil || r.text() != `"a1"` {
+		t.Errorf("methods after a refused redefinition: %q %v", r.text(), r.res.Err)
+	}
 }
 
 func TestErrors(t *testing.T) {
