@@ -30,6 +30,10 @@ const Version = "0.1.0"
 // far more than a cell can fill.
 const iopubHWM = 100_000
 
+// parentExitGrace is how long the kernel shuts down cleanly after its
+// parent died before it exits regardless.
+const parentExitGrace = 5 * time.Second
+
 // A Kernel serves one session over the five Jupyter sockets.
 type Kernel struct {
 	conn    *wire.ConnectionInfo
@@ -72,8 +76,9 @@ type Options struct {
 	Setup func(*session.Session) error
 }
 
-// Run serves the kernel described by connFile until a shutdown_request or
-// SIGTERM. It binds the five sockets, publishes status "starting", and
+// Run serves the kernel described by connFile until a shutdown_request,
+// SIGTERM, or the death of the parent named by JPY_PARENT_PID (then it
+// returns an error). It binds the five sockets, publishes status "starting", and
 // handles shell requests one at a time while control requests (interrupt,
 // shutdown) are served at once on their own goroutine.
 func Run(ctx context.Context, connFile string, opts Options) error {
@@ -175,14 +180,29 @@ func (k *Kernel) serve(ctx context.Context) error {
 		}
 	}()
 
+	served := make(chan struct{})
+	defer close(served)
+	var exitErr error
 	select {
 	case <-k.shutdown:
 	case <-ctx.Done():
+	case pid := <-watchParent(os.Getenv("JPY_PARENT_PID"), served):
+		// The process that started us is gone (see parent_unix.go): shut
+		// down, and if that hangs (a cell stuck in compiled code holding
+		// the publisher), exit anyway so the ports are released.
+		exitErr = fmt.Errorf("parent process %d exited: the kernel shuts down", pid)
+		k.logger.Print(exitErr)
+		k.stop()
+		t := time.AfterFunc(parentExitGrace, func() {
+			k.logger.Printf("shutdown did not finish within %v: exiting", parentExitGrace)
+			os.Exit(1)
+		})
+		defer t.Stop()
 	}
 	k.syncIOPub()
 	close(k.stopPub)
 	<-k.pubDone
-	return nil
+	return exitErr
 }
 
 func (k *Kernel) stop() { k.once.Do(func() { close(k.shutdown) }) }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,6 +181,30 @@ func TestProtocol(t *testing.T) {
 	json.Unmarshal(c.recv(c.shell).Content, &reply)
 	if reply["status"] != "error" || reply["evalue"] != "cell[2]:1:1: undefined: intruder" {
 		t.Errorf("the mis-signed request ran: %v", reply)
+	}
+
+	// A replayed execute runs once; one signed in upper-case hex not at all.
+	h := wire.NewHeader("execute_request", c.session)
+	frames, _ := c.signer.Encode(nil, h, nil, nil, map[string]any{"code": "x++"})
+	upper, _ := c.signer.Encode(nil, wire.NewHeader("execute_request", c.session), nil, nil, map[string]any{"code": "x += 100"})
+	upper[1] = []byte(strings.ToUpper(string(upper[1])))
+	for _, f := range [][][]byte{frames, frames, upper} {
+		if err := c.shell.SendMulti(zmq4.NewMsgFrom(f...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id = c.send(c.shell, c.signer, "execute_request", map[string]any{"code": "x"})
+	for _, want := range []string{h.MsgID, id} {
+		r := c.recv(c.shell)
+		json.Unmarshal(r.Parent, &parent)
+		if parent.MsgID != want {
+			t.Fatalf("reply to %s, want to %s: a replayed or upper-case-signed request ran", parent.MsgID, want)
+		}
+	}
+	for _, m := range c.iopub(id) {
+		if m.Header.MsgType == "execute_result" && !strings.Contains(string(m.Content), `"text/plain":"7"`) {
+			t.Errorf("x after x++ sent twice and x += 100 signed in upper case: %s, want 7", m.Content)
+		}
 	}
 
 	// shutdown on control ends Run.

@@ -80,9 +80,15 @@ func (s *Session) posError(name string, id, l, col int, msg string) *Error {
 	s.mu.Lock()
 	cell := s.cells[id]
 	s.mu.Unlock()
-	// An error past the end (an unexpected EOF) points just after the last line.
+	// An error past the end (an unexpected EOF) points just after the last
+	// line. Past the end there is only the '}' that closes the function a
+	// statement chunk is wrapped in (stmtSource): for the user, that is
+	// the end of the cell.
 	if lines := strings.Split(strings.TrimRight(cell.Code, "\n"), "\n"); l > len(lines) {
 		l, col = len(lines), len(lines[len(lines)-1])+1
+		if name == "SyntaxError" {
+			msg = strings.Replace(msg, "found '}'", "found 'EOF'", 1)
+		}
 	}
 	v := fmt.Sprintf("cell[%d]:%d:%d: %s", cell.Number, l, col, msg)
 	return &Error{Name: name, Value: v, Traceback: append([]string{name + ": " + v}, sourceLines(cell.Code, l, col)...)}
@@ -147,6 +153,7 @@ func (s *Session) panicError(p interp.Panic) *Error {
 	s.mu.Lock()
 	frames := s.frames
 	s.frames = nil
+	at := s.at
 	s.mu.Unlock()
 	located := false
 	for _, f := range frames {
@@ -158,6 +165,14 @@ func (s *Session) panicError(p interp.Panic) *Error {
 			continue
 		}
 		col, _ := strconv.Atoi(m[3])
+		if m[4] == "main(...)" && at[0] > 0 {
+			// The cell's own frame: yaegi names its first statement; the
+			// marker names the statement that was running (see marked).
+			if c, l2, ok := s.decode(at[0]); ok && c.Number == cell.Number {
+				l, col = l2, at[1]
+				m[3] = strconv.Itoa(col)
+			}
+		}
 		if pe, ok := v.(exprPositioner); ok && !located {
 			// An expression error (a reward or filter rule that does not
 			// compile) points into the string literal passed at this call.
@@ -216,7 +231,8 @@ func literalPosition(code string, line, col int, pe exprPositioner) (int, int, b
 // new f as a notebook user expects. A type cannot be redefined at all
 // (yaegi#1410: old and new code keep seeing the first definition), so a
 // different definition of an existing type is an error; an identical one
-// (re-running a cell) is skipped.
+// (re-running a cell) is skipped. The same holds for a method: yaegi adds
+// the new one after the old, and method lookup finds the old one first.
 
 // checkDecls parses each unit of a declaration chunk, drops identical type
 // re-declarations, rejects changed types, and returns the declarations to
@@ -244,6 +260,20 @@ func (s *Session) checkDecls(id int, code string, units []unit) ([]unit, []*decl
 			key := d.Name.Name
 			if d.Recv != nil && len(d.Recv.List) == 1 {
 				key = recvName(d.Recv.List[0].Type) + "." + key
+				s.mu.Lock()
+				prev := s.decls[key]
+				s.mu.Unlock()
+				if prev != nil && prev.src == src {
+					continue // re-running the same declaration
+				}
+				if prev != nil {
+					l, c := lineCol(code, u.start)
+					s.mu.Lock()
+					n := s.cells[prev.id].Number
+					s.mu.Unlock()
+					return nil, nil, s.posError("CompileError", id, l, c, fmt.Sprintf(
+						"method %s is already declared in cell[%d]; the interpreter cannot change a method (calls would keep the first one): restart the kernel to redefine it, or use a new name", key, n))
+				}
 			}
 			ds = append(ds, &decl{key: key, kind: token.FUNC, src: src, id: id, text: text, refs: refs})
 		case *ast.GenDecl:

@@ -35,10 +35,15 @@ const recoverDecl = `func ` + recoverFunc + `(at string) {
 
 var goSeq atomic.Int64
 
-// guard rewrites the go statements of src, a complete file as compiled.
+// guard rewrites a cell's chunk, a complete file as compiled, before it
+// is compiled: its go statements (guardGo) and its make calls (guardMake,
+// makeguard.go).
+func (s *Session) guard(src string) string { return guardMake(s.guardGo(src)) }
+
+// guardGo rewrites the go statements of src, a complete file as compiled.
 // Each pass rewrites the outermost unguarded statements; nested ones are
 // reached by the next pass.
-func (s *Session) guard(src string) string {
+func (s *Session) guardGo(src string) string {
 	for pass := 0; pass < 8; pass++ {
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, fileName, src, 0)

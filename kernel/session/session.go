@@ -89,6 +89,7 @@ type Session struct {
 	out       batcher
 	capture   [2]*fdCapture
 	frames    []string // panic positions printed by yaegi during the cell
+	at        [2]int   // line (shared file) and column of the running top-level statement
 	goPanic   []string // goroutine panics during the running cell
 	latePanic []string // goroutine panics while no cell ran, told at the next cell
 	result    *Result  // set by the result helpers during the cell
@@ -243,6 +244,7 @@ func (s *Session) Execute(ctx context.Context, cell Cell, out Output) *Result {
 	s.cells = append(s.cells, cell)
 	s.running = r
 	s.frames = nil
+	s.at = [2]int{}
 	s.goPanic = nil
 	late := s.latePanic
 	s.latePanic = nil
@@ -402,7 +404,10 @@ func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 			nodes[i] = f
 		} else {
 			newDecls = append(newDecls, nil)
-			b, err := parseStmts(fset, id, masked(code, c.units), s.guard)
+			if _, err := parseStmts(token.NewFileSet(), id, masked(code, c.units), nil); err != nil {
+				return err // reported on the text as written
+			}
+			b, err := parseStmts(fset, id, marked(code, id, c.units), s.guard)
 			if err != nil {
 				return err
 			}
@@ -418,6 +423,7 @@ func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 		if n == nil {
 			continue
 		}
+		s.setAt(0, 0)
 		prog, err := s.compile(n)
 		switch {
 		case err == nil:
@@ -434,9 +440,18 @@ func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 		s.recordDecls(ctx, newDecls[i])
 	}
 	if p.result != nil {
+		s.setAt(0, 0) // the result is not marked: yaegi's position is right
 		return s.runResult(ctx, id, code, *p.result)
 	}
 	return nil
+}
+
+// setAt records the top-level statement being run (see marked), line in
+// the shared file; 0 when unknown.
+func (s *Session) setAt(line, col int) {
+	s.mu.Lock()
+	s.at = [2]int{line, col}
+	s.mu.Unlock()
 }
 
 // pkgName is the name a package is imported under by default.
@@ -554,6 +569,8 @@ func (s *Session) resultSymbols() interp.Exports {
 		"Value":      reflect.ValueOf(func(v any) { set(display.Render(v)) }),
 		"GoPanic":    reflect.ValueOf(s.goroutinePanic),
 		"Keep":       reflect.ValueOf(s.keep),
+		"MakeSize":   reflect.ValueOf(makeSize),
+		"At":         reflect.ValueOf(s.setAt),
 	}}
 }
 

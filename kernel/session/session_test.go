@@ -120,6 +120,22 @@ func TestRedefinition(t *testing.T) {
 	if r.res.Err == nil || r.res.Err.Value != want {
 		t.Errorf("type redefinition error = %v, want %q", r.res.Err, want)
 	}
+	// A method cannot change either: say so instead of keeping the old one
+	// silently (issue 27). The same method again, or a new one, is fine.
+	mustOK(t, exec(t, s, 7, "func (t T) Name() string { return \"a\" }\nfunc (t *T) Set(a int) { t.A = a }"))
+	mustOK(t, exec(t, s, 8, "func (t T) Name() string { return \"a\" }\nfunc (t T) Size() int { return 1 }"))
+	for code, want := range map[string]string{
+		"x := 1\nfunc (t T) Name() string { return \"b\" }": "cell[9]:2:1: method T.Name is already declared in cell[7]; the interpreter cannot change a method (calls would keep the first one): restart the kernel to redefine it, or use a new name",
+		"func (t T) Set(a int) {}":                          "cell[9]:1:1: method T.Set is already declared in cell[7]; the interpreter cannot change a method (calls would keep the first one): restart the kernel to redefine it, or use a new name",
+	} {
+		r = exec(t, s, 9, code)
+		if r.res.Err == nil || r.res.Err.Value != want {
+			t.Errorf("%q: error = %v, want %q", code, r.res.Err, want)
+		}
+	}
+	if r = exec(t, s, 10, "import \"fmt\"\nT{}.Name() + fmt.Sprint(T{}.Size())"); r.res.Err != nil || r.text() != `"a1"` {
+		t.Errorf("methods after a refused redefinition: %q %v", r.text(), r.res.Err)
+	}
 }
 
 func TestErrors(t *testing.T) {
@@ -135,6 +151,9 @@ func TestErrors(t *testing.T) {
 			nil},
 		{"a := [3]int{}\nfor {", "SyntaxError", "cell[4]:2:6: expected '}', found 'EOF'", nil},
 		{"s := \"unterminated", "SyntaxError", "cell[5]:1:6: string literal not terminated", nil},
+		// The '}' closing the function a cell's statements are wrapped in is not the user's.
+		{"x +", "SyntaxError", "cell[6]:1:4: expected operand, found 'EOF'", nil},
+		{"y := 1\nfmt.Println(y,", "SyntaxError", "cell[7]:2:15: expected operand, found 'EOF'", nil},
 	} {
 		r := exec(t, s, int(tc.value[5]-'0'), tc.code) // the cell number is the one in the message
 		if r.res.Err == nil {
@@ -176,6 +195,22 @@ func TestPanic(t *testing.T) {
 	r = exec(t, s, 4, "import \"os\"\nos.Exit(3)")
 	if r.res.Err == nil || r.res.Err.Name != "Exit" || r.res.Err.Value != "os.Exit(3) called in a cell" {
 		t.Errorf("os.Exit = %+v", r.res.Err)
+	}
+	// The cell's own frame names the statement that panicked, not the
+	// cell's first line (yaegi#1266).
+	for code, want := range map[string]string{
+		"var mm map[string]int\nmm[\"a\"] = 1":      "cell[6]:2:1 in main\n    2 | mm[\"a\"] = 1\n      | ^",
+		"a := []int{1}; i := 3\n\ta[i] = 2":         "cell[6]:2:2 in main\n    2 | \ta[i] = 2\n      | \t^",
+		"x := 0\nvar pp *struct{ X int }\npp.X = 1": "cell[6]:3:1 in main",
+	} {
+		r := exec(t, s, 6, code)
+		if r.res.Err == nil || r.res.Err.Name != "panic" {
+			t.Errorf("%q: err = %+v, want a panic", code, r.res.Err)
+			continue
+		}
+		if tb := strings.Join(r.res.Err.Traceback, "\n"); !strings.Contains(tb, want) {
+			t.Errorf("%q: traceback lacks %q:\n%s", code, want, tb)
+		}
 	}
 	r = exec(t, s, 5, "m = map[string]int{}\nboom(m)\nlen(m)")
 	mustOK(t, r)
@@ -276,6 +311,31 @@ Card{"ace"}`)
 				t.Errorf("%s: result[%s] = %v, want %v", code, k, r.res.Data[k], v)
 			}
 		}
+	}
+}
+
+// Units joined by ';' on one line run as written: masking other units
+// must not blank the ';' between two kept ones (issue 27).
+func TestSemicolonJoined(t *testing.T) {
+	s := newSession(t)
+	for i, tc := range []struct{ code, want string }{
+		{"a := 1; b := 2\na + b", "3"},
+		{"x := 0\nx++; x++\nx", "2"},
+		{"func one() int { return 1 }; func two() int { return 2 }\none() + two()", "3"},
+		{"type U int; func (u U) Twice() U { return 2 * u }; var u U = 4; u.Twice()", "8"},
+		{"import \"strings\"; n := 2; strings.Repeat(\"ab\", n)", `"abab"`},
+		{"c := 1; c++;", ""},
+	} {
+		r := exec(t, s, i+1, tc.code)
+		mustOK(t, r)
+		if r.text() != tc.want {
+			t.Errorf("%q = %q, want %q", tc.code, r.text(), tc.want)
+		}
+	}
+	r := exec(t, s, 9, "c")
+	mustOK(t, r)
+	if r.text() != "2" {
+		t.Errorf("c = %s after `c := 1; c++;`, want 2", r.text())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/scanner"
 	"go/token"
+	"strings"
 )
 
 // The cell splitter. yaegi decides how to parse a source from its first
@@ -34,9 +35,13 @@ const (
 
 // A unit is one top-level declaration or statement: cell[start:end].
 type unit struct {
-	kind         unitKind
-	start, end   int
-	explicitSemi bool // ended by an explicit ';' (suppresses the result)
+	kind       unitKind
+	start, end int
+	// semi is the offset of the explicit ';' that ends the unit, -1 when a
+	// newline or the end of the cell ends it. An explicit ';' suppresses
+	// the result, and masked keeps it: it is what separates two units on
+	// one line (`a := 1; b := 2`).
+	semi int
 }
 
 // fileName is the file name of every chunk; cellPos decodes positions.
@@ -68,7 +73,11 @@ func splitUnits(code string) ([]unit, error) {
 		off := file.Offset(pos)
 		if tok == token.SEMICOLON && depth == 0 && !header {
 			if start >= 0 {
-				units = append(units, unit{kind: classify(kindToks), start: start, end: lastEnd, explicitSemi: lit == ";"})
+				semi := -1
+				if lit == ";" {
+					semi = off
+				}
+				units = append(units, unit{kind: classify(kindToks), start: start, end: lastEnd, semi: semi})
 			}
 			start, kindToks = -1, kindToks[:0]
 			continue
@@ -100,7 +109,7 @@ func splitUnits(code string) ([]unit, error) {
 		}
 	}
 	if start >= 0 {
-		units = append(units, unit{kind: classify(kindToks), start: start, end: lastEnd})
+		units = append(units, unit{kind: classify(kindToks), start: start, end: lastEnd, semi: -1})
 	}
 	if errs.Len() > 0 {
 		return nil, errs
@@ -147,12 +156,17 @@ func classify(toks []token.Token) unitKind {
 
 // masked returns code with every byte outside the given units replaced by
 // a space, newlines kept, so offsets, lines and columns stay the cell's.
+// The ';' ending a unit is kept with it, or `a := 1; b := 2` would read
+// `a := 1  b := 2`.
 func masked(code string, units []unit) string {
 	b := []byte(code)
 	keep := make([]bool, len(b))
 	for _, u := range units {
 		for i := u.start; i < u.end; i++ {
 			keep[i] = true
+		}
+		if u.semi >= 0 {
+			keep[u.semi] = true
 		}
 	}
 	for i := range b {
@@ -161,6 +175,28 @@ func masked(code string, units []unit) string {
 		}
 	}
 	return string(b)
+}
+
+// marked is masked(code, units) with a call __ragen.At(line, col) before
+// each unit, a /*line*/ comment after it so the unit keeps its position.
+// The calls tell which top-level statement of the cell is running: yaegi
+// reports a panic at the first statement of the panicking frame, not at
+// the statement that panicked (yaegi#1266), so the cell's own frame would
+// always point at its first line. Only top-level statements are marked: a
+// call per statement inside loops and functions would slow them down.
+func marked(code string, n int, units []unit) string {
+	m := masked(code, units)
+	var b strings.Builder
+	prev := 0
+	for _, u := range units {
+		l, c := lineCol(code, u.start)
+		line := n*lineBase + l
+		b.WriteString(m[prev:u.start])
+		fmt.Fprintf(&b, "__ragen.At(%d, %d); /*line %s:%d:%d*/", line, c, fileName, line, c)
+		prev = u.start
+	}
+	b.WriteString(m[prev:])
+	return b.String()
 }
 
 // lineDirective places the text that follows on line 1, column 1 of cell n.
@@ -247,7 +283,7 @@ func makePlan(code string) (*plan, error) {
 	}
 	if len(rest) > 0 {
 		last := rest[len(rest)-1]
-		if last.kind == unitStmt && !last.explicitSemi && isExprStmt(code[last.start:last.end]) {
+		if last.kind == unitStmt && last.semi < 0 && isExprStmt(code[last.start:last.end]) {
 			p.result = &last
 			rest = rest[:len(rest)-1]
 		}

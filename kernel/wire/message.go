@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -20,6 +20,14 @@ const Delimiter = "<IDS|MSG>"
 
 // ErrBadSignature is returned for a message whose HMAC does not verify.
 var ErrBadSignature = errors.New("bad message signature")
+
+// ErrReplayed is returned for a signed message whose signature was seen
+// before: a replay of a captured message, which must not run twice.
+var ErrReplayed = errors.New("duplicate message signature (replayed message)")
+
+// historySize is how many signatures a Signer remembers, jupyter_client's
+// digest_history_size. Past it the oldest are forgotten.
+const historySize = 1 << 16
 
 // Header is a message header.
 type Header struct {
@@ -44,11 +52,39 @@ type Message struct {
 	Buffers    [][]byte
 }
 
-// Signer signs and verifies messages with a connection's key.
-type Signer struct{ key []byte }
+// Signer signs and verifies messages with a connection's key, and rejects
+// replays: like jupyter_client's Session (digest_history), it remembers the
+// signatures of the messages it accepted. One Signer serves all sockets of
+// a connection; it is safe for concurrent use.
+type Signer struct {
+	key []byte
+
+	mu   sync.Mutex
+	seen map[string]struct{} // accepted signatures
+	ring []string            // the same, oldest first from next, to forget
+	next int
+}
 
 // NewSigner returns a signer for key; an empty key disables signing.
-func NewSigner(key string) *Signer { return &Signer{key: []byte(key)} }
+func NewSigner(key string) *Signer { return &Signer{key: []byte(key), seen: map[string]struct{}{}} }
+
+// remember records sig and reports whether it was new.
+func (s *Signer) remember(sig string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.seen[sig]; ok {
+		return false
+	}
+	if len(s.ring) < historySize {
+		s.ring = append(s.ring, sig)
+	} else {
+		delete(s.seen, s.ring[s.next])
+		s.ring[s.next] = sig
+		s.next = (s.next + 1) % historySize
+	}
+	s.seen[sig] = struct{}{}
+	return true
+}
 
 // Sign is the hex HMAC-SHA256 of the four frames, "" without a key.
 func (s *Signer) Sign(header, parent, metadata, content []byte) string {
@@ -63,7 +99,9 @@ func (s *Signer) Sign(header, parent, metadata, content []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// Decode parses multipart frames and verifies the signature.
+// Decode parses multipart frames and verifies the signature: the
+// lower-case hex HMAC, as Sign writes it and jupyter_client compares it (an
+// upper-case one is rejected), never seen before (ErrReplayed).
 func (s *Signer) Decode(frames [][]byte) (*Message, error) {
 	i := 0
 	for i < len(frames) && string(frames[i]) != Delimiter {
@@ -79,8 +117,11 @@ func (s *Signer) Decode(frames [][]byte) (*Message, error) {
 	header, parent, metadata, content := frames[i+2], frames[i+3], frames[i+4], frames[i+5]
 	if len(s.key) > 0 {
 		want := s.Sign(header, parent, metadata, content)
-		if !hmac.Equal(bytes.ToLower(sig), []byte(want)) {
+		if !hmac.Equal(sig, []byte(want)) {
 			return nil, ErrBadSignature
+		}
+		if !s.remember(want) {
+			return nil, ErrReplayed
 		}
 	}
 	m := &Message{

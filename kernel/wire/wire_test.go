@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,65 @@ func TestSignRoundTrip(t *testing.T) {
 	}
 	if _, err := NewSigner("").Decode(frames); err != nil {
 		t.Error(err)
+	}
+}
+
+// A replayed message and an upper-case signature are rejected, as
+// jupyter_client's Session rejects them (issue 27).
+func TestReplayAndCase(t *testing.T) {
+	s := NewSigner("secret")
+	encode := func() [][]byte {
+		frames, err := s.Encode(nil, NewHeader("execute_request", "sess"), nil, nil, map[string]any{"code": "x++"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return frames
+	}
+	frames := encode()
+	if _, err := s.Decode(frames); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decode(frames); !errors.Is(err, ErrReplayed) {
+		t.Errorf("replayed message: err = %v, want ErrReplayed", err)
+	}
+	upper := encode()
+	upper[1] = []byte(strings.ToUpper(string(upper[1])))
+	if _, err := s.Decode(upper); !errors.Is(err, ErrBadSignature) {
+		t.Errorf("upper-case signature: err = %v, want ErrBadSignature", err)
+	}
+	// A bad signature is not remembered: the real message still goes through.
+	good := encode()
+	bad := append([][]byte(nil), good...)
+	bad[1] = []byte(strings.Repeat("0", 64))
+	s.Decode(bad)
+	if _, err := s.Decode(good); err != nil {
+		t.Errorf("after a forged copy, the real message: %v", err)
+	}
+	// Without a key there is no signature to remember: nothing is rejected.
+	none := NewSigner("")
+	frames, _ = none.Encode(nil, NewHeader("kernel_info_request", "sess"), nil, nil, map[string]any{})
+	for i := 0; i < 2; i++ {
+		if _, err := none.Decode(frames); err != nil {
+			t.Errorf("unsigned, decode %d: %v", i, err)
+		}
+	}
+}
+
+// The history is bounded: past historySize the oldest signature is
+// forgotten, the newest kept.
+func TestHistoryBound(t *testing.T) {
+	s := NewSigner("k")
+	for i := 0; i < historySize+10; i++ {
+		s.remember(fmt.Sprintf("%064x", i))
+	}
+	if len(s.seen) != historySize || len(s.ring) != historySize {
+		t.Fatalf("history holds %d (%d in ring), want %d", len(s.seen), len(s.ring), historySize)
+	}
+	if !s.remember(fmt.Sprintf("%064x", 0)) {
+		t.Error("the oldest signature is still remembered")
+	}
+	if s.remember(fmt.Sprintf("%064x", historySize+9)) {
+		t.Error("the newest signature was forgotten")
 	}
 }
 
