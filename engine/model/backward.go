@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"github.com/ragen-go/ragen/engine/backend"
 )
 
 // Grad holds ∂loss/∂ of Forward's per-token outputs, aligned like Output:
@@ -58,10 +59,13 @@ func (m *Model) Backward(g Grad) error {
 	if g.Value != nil {
 		needs = append(needs, need{&ws.dvl, T})
 	}
+	if m.base != nil {
+		needs = append(needs, need{&ws.dnorm, d}, need{&ws.du, T * m.rank()})
+	}
 	if err := m.grow(needs...); err != nil {
 		return fmt.Errorf("backward: %w", err)
 	}
-	if err := m.growHalf(T*max(d, C, I), T*grad); err != nil {
+	if err := m.growHalf(T*max(d, C, I), T*grad, T*m.rank()); err != nil {
 		return fmt.Errorf("backward: %w", err)
 	}
 
@@ -78,17 +82,17 @@ func (m *Model) Backward(g Grad) error {
 			return fmt.Errorf("backward: %w", err)
 		}
 		b.LogSoftmaxBackward(ws.logits, ws.logits, ws.lse, ws.ent, ws.targets, ws.dlp, ws.dent, T, V)
-		m.linearBackward(ws.dln, m.g.lmHead, nil, ws.logits, x, mw.lmHead, T, d, V)
+		m.linearBackward(ws.dln, m.g.lmHead, nil, ws.logits, x, mw.lmHead, nil, T, d, V)
 	}
 	if g.Value != nil {
 		ws.dvalRow = unalignRows(ws.dvalRow, g.Value, ws.lens)
 		if err := b.Upload(ws.dvl, ws.dvalRow); err != nil {
 			return fmt.Errorf("backward: %w", err)
 		}
-		m.linearBackward(ws.dln, m.g.valueW, m.g.valueB, ws.dvl, x, mw.valueW, T, d, 1)
+		m.linearBackward(ws.dln, m.g.valueW, m.g.valueB, ws.dvl, x, mw.valueW, nil, T, d, 1)
 	}
 	b.Zero(ws.dres)
-	b.RMSNormBackward(ws.dres, m.g.norm, ws.dln, ws.final, m.p.norm, ws.rstdf, T, d)
+	b.RMSNormBackward(ws.dres, m.normGrad(m.g.norm), ws.dln, ws.final, m.p.norm, ws.rstdf, T, d)
 
 	// Blocks in reverse. On entry dres = ∂loss/∂(block output); each
 	// residual branch adds its contribution into dres, which leaves
@@ -97,18 +101,18 @@ func (m *Model) Backward(g Grad) error {
 		a, w, mm, gw := &ws.layers[l], &m.p.layers[l], &mw.layers[l], &m.g.layers[l]
 		// MLP branch: out = resid2 + down(silu(gate(ln2))·up(ln2)).
 		b.Zero(ws.dh)
-		m.linearBackward(ws.dh, gw.down, nil, ws.dres, m.in(0, a.h, T*I), mm.down, T, I, d)
+		m.linearBackward(ws.dh, gw.down, nil, ws.dres, m.in(0, a.h, T*I), mm.down, m.adapterAt(l, modDown), T, I, d)
 		b.Zero(ws.dgate)
 		b.Zero(ws.dup)
 		b.SwiGLUBackward(ws.dgate, ws.dup, ws.dh, a.gate, a.up, T*I)
 		b.Zero(ws.dln)
 		x := m.in(0, a.ln2, T*d)
-		m.linearBackward(ws.dln, gw.gate, nil, ws.dgate, x, mm.gate, T, d, I)
-		m.linearBackward(ws.dln, gw.up, nil, ws.dup, x, mm.up, T, d, I)
-		b.RMSNormBackward(ws.dres, gw.postNorm, ws.dln, a.resid2, w.postNorm, a.rstd2, T, d)
+		m.linearBackward(ws.dln, gw.gate, nil, ws.dgate, x, mm.gate, m.adapterAt(l, modGate), T, d, I)
+		m.linearBackward(ws.dln, gw.up, nil, ws.dup, x, mm.up, m.adapterAt(l, modUp), T, d, I)
+		b.RMSNormBackward(ws.dres, m.normGrad(gw.postNorm), ws.dln, a.resid2, w.postNorm, a.rstd2, T, d)
 		// Attention branch: resid2 = resid + o(attention(rope(q), rope(k), v)).
 		b.Zero(ws.dattOut)
-		m.linearBackward(ws.dattOut, gw.o, nil, ws.dres, m.in(0, a.attOut, T*C), mm.o, T, C, d)
+		m.linearBackward(ws.dattOut, gw.o, nil, ws.dres, m.in(0, a.attOut, T*C), mm.o, m.adapterAt(l, modO), T, C, d)
 		b.Zero(ws.dq)
 		b.Zero(ws.dk)
 		b.Zero(ws.dv)
@@ -117,13 +121,24 @@ func (m *Model) Backward(g Grad) error {
 		b.RopeBackward(ws.dk, m.cos, m.sin, ws.pos, T, nKV, hd)
 		b.Zero(ws.dln)
 		x = m.in(0, a.ln1, T*d)
-		m.linearBackward(ws.dln, gw.q, gw.qb, ws.dq, x, mm.q, T, d, C)
-		m.linearBackward(ws.dln, gw.k, gw.kb, ws.dk, x, mm.k, T, d, KV)
-		m.linearBackward(ws.dln, gw.v, gw.vb, ws.dv, x, mm.v, T, d, KV)
-		b.RMSNormBackward(ws.dres, gw.inNorm, ws.dln, a.resid, w.inNorm, a.rstd1, T, d)
+		m.linearBackward(ws.dln, gw.q, gw.qb, ws.dq, x, mm.q, m.adapterAt(l, modQ), T, d, C)
+		m.linearBackward(ws.dln, gw.k, gw.kb, ws.dk, x, mm.k, m.adapterAt(l, modK), T, d, KV)
+		m.linearBackward(ws.dln, gw.v, gw.vb, ws.dv, x, mm.v, m.adapterAt(l, modV), T, d, KV)
+		b.RMSNormBackward(ws.dres, m.normGrad(gw.inNorm), ws.dln, a.resid, w.inNorm, a.rstd1, T, d)
 	}
-	b.EmbeddingBackward(m.g.embed, ws.dres, ws.tokens, T, d)
+	if m.g.embed != nil { // frozen under adapters
+		b.EmbeddingBackward(m.g.embed, ws.dres, ws.tokens, T, d)
+	}
 	return b.Err()
+}
+
+// normGrad is where a norm's weight gradient goes: dw itself, or scratch
+// that is never read when the norm is frozen (an adapter model's).
+func (m *Model) normGrad(dw backend.Buffer) backend.Buffer {
+	if dw == nil {
+		return m.ws.dnorm
+	}
+	return dw
 }
 
 // unalignRows is the inverse of alignRows: row[t] = g[t+1] within each

@@ -39,6 +39,7 @@ type Decoder struct {
 	// The products: per layer q|k|v, o, gate|up, down, then the LM head.
 	layers []decodeLayer
 	lmHead product
+	merged []backend.Buffer // weights with their adapters folded in
 
 	// Scratch for one Append, grown to the largest step and reused.
 	x, ln, rstd, tmp      backend.Buffer // [N, d], rstd [N]
@@ -92,10 +93,22 @@ func (m *Model) NewDecoder() (*Decoder, error) {
 	var all []*product
 	for l := range d.layers {
 		w, mm, dl := &m.p.layers[l], &mw.layers[l], &d.layers[l]
-		dl.qkv = product{weights: []backend.Buffer{mm.q, mm.k, mm.v}, outs: []int{C, KV, KV}, in: dm}
-		dl.o = product{weights: []backend.Buffer{mm.o}, outs: []int{dm}, in: C}
-		dl.gateUp = product{weights: []backend.Buffer{mm.gate, mm.up}, outs: []int{I, I}, in: dm}
-		dl.down = product{weights: []backend.Buffer{mm.down}, outs: []int{dm}, in: I}
+		wt := func(mod module) backend.Buffer {
+			if err == nil {
+				var x backend.Buffer
+				x, err = d.fold(l, mod, mm.module(mod), w.module(mod))
+				return x
+			}
+			return nil
+		}
+		dl.qkv = product{weights: []backend.Buffer{wt(modQ), wt(modK), wt(modV)}, outs: []int{C, KV, KV}, in: dm}
+		dl.o = product{weights: []backend.Buffer{wt(modO)}, outs: []int{dm}, in: C}
+		dl.gateUp = product{weights: []backend.Buffer{wt(modGate), wt(modUp)}, outs: []int{I, I}, in: dm}
+		dl.down = product{weights: []backend.Buffer{wt(modDown)}, outs: []int{dm}, in: I}
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("decoder: %w", err)
+		}
 		if w.qb != nil {
 			if dl.qkvBias, err = b.Alloc(C + 2*KV); err != nil {
 				d.Close()
@@ -122,8 +135,51 @@ func (m *Model) NewDecoder() (*Decoder, error) {
 		for i, x := range all {
 			x.packed = packed[i]
 		}
+		d.free(d.merged) // packed now
+		d.merged = nil
 	}
 	return d, b.Err()
+}
+
+// fold returns the weight the decoder multiplies by for module mod of
+// layer l: the model's (mat, as the products read it), or for an adapted
+// module a new one with the adapter folded in, W + s·B·A (rounded to bf16
+// at BF16), so that decoding costs no extra products. (The trainer's
+// log-probabilities come from Forward, which runs the adapters unfolded.)
+func (d *Decoder) fold(l int, mod module, mat, w32 backend.Buffer) (backend.Buffer, error) {
+	m := d.m
+	ad := m.adapterAt(l, mod)
+	if ad == nil {
+		return mat, nil
+	}
+	b, n := m.b, ad.in*ad.out
+	w, err := b.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	b.Copy(w, w32, n)
+	b.Gemm(false, false, ad.out, ad.in, m.lora.Rank, m.lora.Scale(), ad.b, m.lora.Rank, ad.a, ad.in, 1, w, ad.in)
+	if m.half != nil {
+		h, err := b.AllocBF16(n)
+		if err != nil {
+			b.Free(w)
+			return nil, err
+		}
+		b.ToBF16(h, w, n)
+		b.Free(w)
+		w = h
+	}
+	d.merged = append(d.merged, w)
+	return w, nil
+}
+
+// free releases buffers of the decoder's backend.
+func (d *Decoder) free(bufs []backend.Buffer) {
+	for _, x := range bufs {
+		if x != nil {
+			d.m.b.Free(x)
+		}
+	}
 }
 
 // run computes the product of x's N rows ([N, in], rounded at BF16) into
@@ -152,16 +208,11 @@ func (d *Decoder) Close() {
 	if d.m == nil {
 		return
 	}
-	b := d.m.b
 	bufs := []backend.Buffer{d.x, d.ln, d.rstd, d.tmp, d.qkv, d.attOut, d.gateUp, d.hid, d.last, d.lastLn, d.lastStd, d.logits, d.lmHead.packed}
 	for _, l := range d.layers {
 		bufs = append(bufs, l.qkv.packed, l.o.packed, l.gateUp.packed, l.down.packed, l.qkvBias)
 	}
-	for _, x := range bufs {
-		if x != nil {
-			b.Free(x)
-		}
-	}
+	d.free(append(bufs, d.merged...))
 	if d.cache != nil {
 		d.cache.Free()
 	}

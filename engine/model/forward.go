@@ -73,6 +73,8 @@ type workspace struct {
 	datt           backend.Buffer // AttentionStore floats
 	dgate, dup, dh backend.Buffer // [T, I]
 	dlp, dent, dvl backend.Buffer // [T] row gradients of the heads
+	dnorm          backend.Buffer // [d] the discarded gradient of a frozen norm
+	du             backend.Buffer // [T, r] an adapter's s·g·B
 
 	attMap backend.Buffer // AttentionMap's probabilities
 
@@ -89,7 +91,7 @@ type workspace struct {
 // buffers lists every backend buffer of the workspace.
 func (ws *workspace) buffers() []backend.Buffer {
 	bufs := []backend.Buffer{ws.final, ws.lnf, ws.rstdf, ws.logits, ws.lse, ws.lp, ws.ent, ws.val,
-		ws.dres, ws.dln, ws.dq, ws.dattOut, ws.dk, ws.dv, ws.datt, ws.dgate, ws.dup, ws.dh, ws.dlp, ws.dent, ws.dvl, ws.attMap}
+		ws.dres, ws.dln, ws.dq, ws.dattOut, ws.dk, ws.dv, ws.datt, ws.dgate, ws.dup, ws.dh, ws.dlp, ws.dent, ws.dvl, ws.dnorm, ws.du, ws.attMap}
 	for _, a := range ws.layers {
 		bufs = append(bufs, a.resid, a.ln1, a.rstd1, a.q, a.k, a.v, a.att, a.attOut, a.resid2, a.ln2, a.rstd2, a.gate, a.up, a.h)
 	}
@@ -188,30 +190,49 @@ func (m *Model) Forward(tokens, lens []int, want Want) (*Output, error) {
 	eps := float32(c.RMSNormEps)
 
 	mw := m.mat()
+	var err error
+	// adapt adds layer l's adapter of mod (if any) to a product's output.
+	adapt := func(l int, mod module, out, x backend.Buffer) {
+		if err == nil {
+			err = m.adaptForward(m.adapterAt(l, mod), out, x, T)
+		}
+	}
 	b.EmbeddingForward(ws.layers[0].resid, ws.tokens, m.p.embed, T, d)
 	for l := range ws.layers {
 		a, w, mm := &ws.layers[l], &m.p.layers[l], &mw.layers[l]
 		b.RMSNormForward(a.ln1, a.rstd1, a.resid, w.inNorm, T, d, eps)
 		x := m.in(0, a.ln1, T*d)
 		m.linear(a.q, x, mm.q, w.qb, T, d, C)
+		adapt(l, modQ, a.q, x)
 		m.linear(a.k, x, mm.k, w.kb, T, d, KV)
+		adapt(l, modK, a.k, x)
 		m.linear(a.v, x, mm.v, w.vb, T, d, KV)
+		adapt(l, modV, a.v, x)
 		b.RopeForward(a.q, m.cos, m.sin, ws.pos, T, nH, hd)
 		b.RopeForward(a.k, m.cos, m.sin, ws.pos, T, nKV, hd)
 		b.AttentionForward(a.attOut, a.att, a.q, a.k, a.v, ws.lens, nH, nKV, hd)
-		m.linear(a.resid2, m.in(0, a.attOut, T*C), mm.o, nil, T, C, d)
+		x = m.in(0, a.attOut, T*C)
+		m.linear(a.resid2, x, mm.o, nil, T, C, d)
+		adapt(l, modO, a.resid2, x)
 		b.Add(a.resid2, a.resid2, a.resid, T*d)
 		b.RMSNormForward(a.ln2, a.rstd2, a.resid2, w.postNorm, T, d, eps)
 		x = m.in(0, a.ln2, T*d)
 		m.linear(a.gate, x, mm.gate, nil, T, d, I)
+		adapt(l, modGate, a.gate, x)
 		m.linear(a.up, x, mm.up, nil, T, d, I)
+		adapt(l, modUp, a.up, x)
 		b.SwiGLUForward(a.h, a.gate, a.up, T*I)
 		next := ws.final
 		if l+1 < len(ws.layers) {
 			next = ws.layers[l+1].resid
 		}
-		m.linear(next, m.in(0, a.h, T*I), mm.down, nil, T, I, d)
+		x = m.in(0, a.h, T*I)
+		m.linear(next, x, mm.down, nil, T, I, d)
+		adapt(l, modDown, next, x)
 		b.Add(next, next, a.resid2, T*d)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("forward: %w", err)
 	}
 	b.RMSNormForward(ws.lnf, ws.rstdf, ws.final, m.p.norm, T, d, eps)
 	x := m.in(0, ws.lnf, T*d) // the input of both heads
@@ -219,7 +240,6 @@ func (m *Model) Forward(tokens, lens []int, want Want) (*Output, error) {
 	ws.lm, ws.value, ws.fresh = want.LM, want.Value, true
 	ws.out = Output{}
 	ws.rows = growHost(ws.rows, T)
-	var err error
 	if want.LM {
 		m.linear(ws.logits, x, mw.lmHead, nil, T, d, V)
 		b.LogSoftmaxForward(ws.lse, ws.lp, ws.ent, ws.logits, ws.targets, T, V)
@@ -311,7 +331,7 @@ func (m *Model) prepare(tokens, lens []int, want Want) error {
 	if err := m.grow(needs...); err != nil {
 		return err
 	}
-	return m.growHalf(T * max(d, C, I))
+	return m.growHalf(T*max(d, C, I), 0, T*m.rank())
 }
 
 // AttentionMap returns the attention probabilities of one head in one layer

@@ -22,7 +22,7 @@ func (m *Model) growHalf(n ...int) error {
 		return nil
 	}
 	for i, k := range n {
-		if m.xs[i] != nil && m.xs[i].Len() >= k {
+		if k == 0 || m.xs[i] != nil && m.xs[i].Len() >= k {
 			continue
 		}
 		if m.xs[i] != nil {
@@ -38,8 +38,9 @@ func (m *Model) growHalf(n ...int) error {
 }
 
 // in returns x (n floats) as an input of a product: x itself at F32, and
-// at BF16 x rounded into scratch slot 0 (activations) or 1 (output
-// gradients), valid until the next in with that slot. An input shared by
+// at BF16 x rounded into scratch slot 0 (activations), 1 (output
+// gradients) or 2 (an adapter's rank-r intermediates), valid until the
+// next in with that slot. An input shared by
 // several products (the layer input of q, k and v) is rounded once.
 func (m *Model) in(slot int, x backend.Buffer, n int) backend.Buffer {
 	if m.half == nil {
@@ -70,17 +71,37 @@ func (m *Model) linear(out, x, weight, bias backend.Buffer, N, C, OC int) {
 }
 
 // linearBackward accumulates dinp += dout·weight, dweight += doutᵀ·x and
-// dbias += Σₙ dout[n] (dinp and dbias may be nil), with x (the layer's
-// input) from in and weight from mat; dout is float32, rounded here for
-// the two products. With linear these are the three layouts of Gemm the
-// engine uses (NT, NN, TN).
-func (m *Model) linearBackward(dinp, dweight, dbias, dout, x, weight backend.Buffer, N, C, OC int) {
+// dbias += Σₙ dout[n] (dinp, dweight and dbias may be nil: not needed, or
+// frozen), with x (the layer's input) from in and weight from mat; dout
+// is float32, rounded here for the products. With linear these are the
+// three layouts of Gemm the engine uses (NT, NN, TN). ad is the layer's
+// adapter (nil: none), whose gradients and part of dinp are added.
+func (m *Model) linearBackward(dinp, dweight, dbias, dout, x, weight backend.Buffer, ad *adapter, N, C, OC int) {
 	g := m.in(1, dout, N*OC)
 	if dinp != nil {
 		m.gemm(false, false, N, C, OC, 1, g, OC, weight, C, 1, dinp, C)
 	}
-	m.gemm(true, false, OC, C, N, 1, g, OC, x, C, 1, dweight, C)
+	if dweight != nil {
+		m.gemm(true, false, OC, C, N, 1, g, OC, x, C, 1, dweight, C)
+	}
 	if dbias != nil {
 		m.b.ColumnSum(dbias, dout, N, OC)
 	}
+	m.adaptBackward(ad, dinp, g, x, N)
+}
+
+// adapterAt returns layer l's adapter of module mod, nil when it has none.
+func (m *Model) adapterAt(l int, mod module) *adapter {
+	if m.ad == nil {
+		return nil
+	}
+	return m.ad[l][mod]
+}
+
+// rank is the adapters' rank, 0 without adapters.
+func (m *Model) rank() int {
+	if m.lora == nil {
+		return 0
+	}
+	return m.lora.Rank
 }

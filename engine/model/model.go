@@ -33,9 +33,16 @@ type Model struct {
 	params, grads backend.Buffer    // Layout.Size floats each, on b
 	half          backend.Buffer    // BF16: params rounded to bf16; nil at F32
 	p, g, h       weights           // views of params, grads and half
-	xs            [2]backend.Buffer // BF16: rounded product inputs (see in)
+	xs            [3]backend.Buffer // BF16: rounded product inputs (see in)
 	cos, sin      backend.Buffer    // rotary tables [MaxPositions, head_dim/2]
 	ws            workspace
+
+	// An adapter model (WithLoRA): the frozen model whose weights it
+	// computes with, its adapters' configuration and, per layer and
+	// module, the adapter's views (nil where none).
+	base *Model
+	lora *LoRA
+	ad   [][numModules]*adapter
 }
 
 // New builds a model on the CPU backend with parameters initialised
@@ -88,6 +95,9 @@ func (m *Model) Use(b backend.Backend, p backend.Precision) error {
 	if b == nil {
 		return errors.New("model: no backend")
 	}
+	if m.base != nil && (m.base.b != b || m.base.precision != p) {
+		return fmt.Errorf("model: adapters compute with their base, which is on %s at %s: move the base (Use), then make its adapters", m.base.b.Name(), m.base.precision)
+	}
 	if m.b != nil {
 		if err := m.SyncParams(); err != nil {
 			return err
@@ -115,7 +125,11 @@ func (m *Model) Use(b backend.Backend, p backend.Precision) error {
 			return fail(fmt.Errorf("parameters: %w", err))
 		}
 	}
-	m.p, m.g = m.carve(m.params), m.carve(m.grads)
+	var bp, bh *weights
+	if m.base != nil {
+		bp, bh = &m.base.p, &m.base.h
+	}
+	m.p, m.g = m.carve(m.params, bp), m.carve(m.grads, nil)
 	c := m.Config
 	half := c.HeadDim() / 2
 	cos, sin := make([]float32, c.MaxPositions*half), make([]float32, c.MaxPositions*half)
@@ -130,10 +144,11 @@ func (m *Model) Use(b backend.Backend, p backend.Precision) error {
 		if m.half, err = b.AllocBF16(m.Layout.Size); err != nil {
 			return fail(fmt.Errorf("bf16 copy of the parameters: %w", err))
 		}
-		m.h = m.carve(m.half)
+		m.h = m.carve(m.half, bh)
 		m.precision = p
 		m.Refresh()
 	}
+	m.carveAdapters()
 	return b.Err()
 }
 
@@ -204,7 +219,14 @@ func (m *Model) release() {
 	if m.b == nil {
 		return
 	}
-	bufs := append([]backend.Buffer{m.half, m.xs[0], m.xs[1], m.cos, m.sin}, m.ws.buffers()...)
+	bufs := append([]backend.Buffer{m.half, m.xs[0], m.xs[1], m.xs[2], m.cos, m.sin}, m.ws.buffers()...)
+	for _, l := range m.ad {
+		for _, ad := range l {
+			if ad != nil {
+				bufs = append(bufs, ad.t)
+			}
+		}
+	}
 	if _, ok := backend.HostFloats(m.params); !ok {
 		bufs = append(bufs, m.params, m.grads)
 	}
@@ -213,8 +235,8 @@ func (m *Model) release() {
 			m.b.Free(x)
 		}
 	}
-	m.params, m.grads, m.half, m.xs, m.cos, m.sin = nil, nil, nil, [2]backend.Buffer{}, nil, nil
-	m.p, m.g, m.h = weights{}, weights{}, weights{}
+	m.params, m.grads, m.half, m.xs, m.cos, m.sin = nil, nil, nil, [3]backend.Buffer{}, nil, nil
+	m.p, m.g, m.h, m.ad = weights{}, weights{}, weights{}, nil
 	m.ws = workspace{}
 }
 

@@ -37,15 +37,7 @@ const align = 16
 // NewLayout builds the size table of c. The config must be valid.
 func NewLayout(c Config) *Layout {
 	l := &Layout{index: map[string]int{}}
-	add := func(name string, decay bool, shape ...int) {
-		size := 1
-		for _, s := range shape {
-			size *= s
-		}
-		l.index[name] = len(l.Views)
-		l.Views = append(l.Views, View{Name: name, Shape: shape, Offset: l.Size, Size: size, Decay: decay})
-		l.Size += (size + align - 1) / align * align
-	}
+	add := l.add
 	d, hd, I := c.HiddenSize, c.HeadDim(), c.IntermediateSize
 	q, kv := c.NumHeads*hd, c.NumKVHeads*hd
 	add("model.embed_tokens.weight", true, c.VocabSize, d)
@@ -75,6 +67,17 @@ func NewLayout(c Config) *Layout {
 		add("value_head.bias", false, 1)
 	}
 	return l
+}
+
+// add appends a view of the given shape.
+func (l *Layout) add(name string, decay bool, shape ...int) {
+	size := 1
+	for _, s := range shape {
+		size *= s
+	}
+	l.index[name] = len(l.Views)
+	l.Views = append(l.Views, View{Name: name, Shape: shape, Offset: l.Size, Size: size, Decay: decay})
+	l.Size += (size + align - 1) / align * align
 }
 
 // Lookup returns the view called name.
@@ -155,6 +158,11 @@ type layerWeights struct {
 	down       backend.Buffer // [d, I]
 }
 
+// module returns the weight of module mod.
+func (w *layerWeights) module(mod module) backend.Buffer {
+	return [numModules]backend.Buffer{w.q, w.k, w.v, w.o, w.gate, w.up, w.down}[mod]
+}
+
 // weights are the model's tensors inside a backend buffer laid out by the
 // Layout (parameters, gradients, or the bf16 copy).
 type weights struct {
@@ -167,8 +175,35 @@ type weights struct {
 }
 
 // carve returns the views of buf, a backend buffer of Layout.Size values.
-func (m *Model) carve(buf backend.Buffer) weights {
+// An adapter model's base weights are its base's (base: the base's views
+// of the same kind; nil for gradients, which the frozen base has none
+// of); its own buffer holds the adapters and the value head.
+func (m *Model) carve(buf backend.Buffer, base *weights) weights {
 	c := m.Config
+	if m.base != nil {
+		w := weights{layers: make([]layerWeights, c.NumLayers)}
+		if base != nil {
+			w = *base
+		}
+		if !c.LMHead {
+			w.lmHead = nil
+		}
+		w.valueW, w.valueB = nil, nil
+		if buf == nil {
+			return w
+		}
+		for _, name := range []string{"value_head.weight", "value_head.bias"} {
+			if v, ok := m.Layout.Lookup(name); ok {
+				x := m.b.Slice(buf, v.Offset, v.Size)
+				if name == "value_head.weight" {
+					w.valueW = x
+				} else {
+					w.valueB = x
+				}
+			}
+		}
+		return w
+	}
 	s := func(name string) backend.Buffer {
 		v, ok := m.Layout.Lookup(name)
 		if !ok {

@@ -1,0 +1,257 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/ragen-go/ragen/engine/backend"
+)
+
+// LoRA configures low-rank adapters on a frozen base model (Hu et al.
+// 2021, as PEFT implements them): each targeted linear layer y = x·Wᵀ + b
+// becomes
+//
+//	y = x·Wᵀ + b + (α/r)·(x·Aᵀ)·Bᵀ,   A [r, in], B [out, r],
+//
+// and only A and B train. A starts uniform in ±1/√in (PEFT's
+// kaiming_uniform with a = √5), B at zero, so a fresh adapter computes
+// the base's outputs exactly. JSON names are PEFT's adapter_config.json.
+type LoRA struct {
+	// Rank r of each adapter.
+	Rank int `json:"r"`
+	// Alpha scales the adapters' output by Alpha/Rank.
+	Alpha float64 `json:"lora_alpha"`
+	// Targets names the adapted linear layers: q_proj, k_proj, v_proj,
+	// o_proj, gate_proj, up_proj, down_proj, or "all-linear" for all
+	// seven.
+	Targets []string `json:"target_modules"`
+}
+
+// module is a linear layer of a block that an adapter can target.
+type module int
+
+const (
+	modQ module = iota
+	modK
+	modV
+	modO
+	modGate
+	modUp
+	modDown
+	numModules
+)
+
+// moduleNames are the modules' Hugging Face names within a block.
+var moduleNames = [numModules]string{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}
+
+// shortName is a module's target name ("q_proj").
+func (mod module) shortName() string {
+	n := moduleNames[mod]
+	return n[strings.IndexByte(n, '.')+1:]
+}
+
+// dims returns a module's input and output widths.
+func (mod module) dims(c Config) (in, out int) {
+	d, C, KV, I := c.HiddenSize, c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim(), c.IntermediateSize
+	switch mod {
+	case modQ:
+		return d, C
+	case modK, modV:
+		return d, KV
+	case modO:
+		return C, d
+	case modGate, modUp:
+		return d, I
+	}
+	return I, d
+}
+
+// modules returns the targeted modules in block order.
+func (l LoRA) modules() []module {
+	var mods []module
+	for mod := range numModules {
+		if slices.Contains(l.Targets, "all-linear") || slices.Contains(l.Targets, mod.shortName()) {
+			mods = append(mods, mod)
+		}
+	}
+	return mods
+}
+
+// Validate reports the first invalid field, named as in adapter_config.json.
+func (l LoRA) Validate() error {
+	if l.Rank < 1 {
+		return fmt.Errorf("lora r: must be ≥ 1 (got %d)", l.Rank)
+	}
+	if !(l.Alpha > 0) || math.IsInf(l.Alpha, 0) {
+		return fmt.Errorf("lora_alpha: must be a finite number > 0 (got %g)", l.Alpha)
+	}
+	if len(l.Targets) == 0 {
+		return errors.New("target_modules: empty (name some of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, or all-linear)")
+	}
+	for _, t := range l.Targets {
+		ok := t == "all-linear"
+		for mod := range numModules {
+			ok = ok || t == mod.shortName()
+		}
+		if !ok {
+			return fmt.Errorf("target_modules: unknown %q (valid: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, all-linear)", t)
+		}
+	}
+	return nil
+}
+
+// Scale is Alpha/Rank, the factor of the adapters' output.
+func (l LoRA) Scale() float32 { return float32(l.Alpha / float64(l.Rank)) }
+
+// adapterName is the name of a LoRA tensor (which is "lora_A" or "lora_B")
+// of module mod in layer i: PEFT's name without its "base_model.model."
+// prefix.
+func adapterName(i int, mod module, which string) string {
+	return fmt.Sprintf("model.layers.%d.%s.%s.weight", i, moduleNames[mod], which)
+}
+
+// newLoRALayout is the layout of an adapter model's own parameters: per
+// layer, each targeted module's A then B, then the value head when c has
+// one.
+func newLoRALayout(c Config, l LoRA) *Layout {
+	lay := &Layout{index: map[string]int{}}
+	for i := range c.NumLayers {
+		for _, mod := range l.modules() {
+			in, out := mod.dims(c)
+			lay.add(adapterName(i, mod, "lora_A"), true, l.Rank, in)
+			lay.add(adapterName(i, mod, "lora_B"), true, out, l.Rank)
+		}
+	}
+	if c.ValueHead {
+		lay.add("value_head.weight", true, 1, c.HiddenSize)
+		lay.add("value_head.bias", false, 1)
+	}
+	return lay
+}
+
+// adapter is one targeted module's views: A and B in the parameters, their
+// bf16 copies, their gradients, and the saved x·Aᵀ of the last Forward.
+type adapter struct {
+	a, b, ha, hb, da, db backend.Buffer
+	t                    backend.Buffer // [T, r]
+	in, out              int
+}
+
+// WithLoRA returns a model that computes with m's weights, frozen, plus
+// fresh adapters of l (random from seed) as its only trainable parameters
+// (with a value head instead of the LM head when valueHead is set: a
+// critic on the policy's base). It shares m's memory — m itself stays the
+// model without adapters, the reference policy at no cost — and lives on
+// m's backend at m's precision. Move m first, then make its adapters.
+func (m *Model) WithLoRA(l LoRA, valueHead bool, seed uint64) (*Model, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	if m.base != nil {
+		return nil, errors.New("lora: the model already has adapters (make them on its base)")
+	}
+	if !m.Config.LMHead {
+		return nil, errors.New("lora: the base has no LM head (adapters go on a policy's base)")
+	}
+	c := m.Config
+	if valueHead {
+		c.LMHead, c.ValueHead = false, true
+	}
+	lay := newLoRALayout(c, l)
+	a := &Model{Config: c, Layout: lay, Params: NewBuffer(lay), base: m, lora: &l}
+	rng := rand.New(rand.NewPCG(seed, 0x10a))
+	for _, v := range lay.Views {
+		if strings.HasSuffix(v.Name, "lora_A.weight") {
+			bound := 1 / math.Sqrt(float64(v.Shape[1]))
+			x := a.Params.Data[v.Offset : v.Offset+v.Size]
+			for i := range x {
+				x[i] = float32((2*rng.Float64() - 1) * bound)
+			}
+		}
+	}
+	if err := a.Use(m.b, m.precision); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// LoRA returns the model's adapter configuration, nil for a model without
+// adapters.
+func (m *Model) LoRA() *LoRA { return m.lora }
+
+// Base returns the frozen model an adapter model computes with (nil for a
+// model without adapters).
+func (m *Model) Base() *Model { return m.base }
+
+// carveAdapters sets the adapter views of m from its parameters,
+// gradients and bf16 copy.
+func (m *Model) carveAdapters() {
+	m.ad = nil
+	if m.lora == nil {
+		return
+	}
+	c := m.Config
+	m.ad = make([][numModules]*adapter, c.NumLayers)
+	view := func(buf backend.Buffer, name string) backend.Buffer {
+		if buf == nil {
+			return nil
+		}
+		v, _ := m.Layout.Lookup(name)
+		return m.b.Slice(buf, v.Offset, v.Size)
+	}
+	for i := range c.NumLayers {
+		for _, mod := range m.lora.modules() {
+			an, bn := adapterName(i, mod, "lora_A"), adapterName(i, mod, "lora_B")
+			in, out := mod.dims(c)
+			m.ad[i][mod] = &adapter{a: view(m.params, an), b: view(m.params, bn), da: view(m.grads, an), db: view(m.grads, bn),
+				ha: view(m.half, an), hb: view(m.half, bn), in: in, out: out}
+		}
+	}
+}
+
+// adaptForward adds module mod's adapter output to out (N rows), with x the
+// layer's input as the base product read it (rounded at BF16):
+// t = x·Aᵀ (kept for Backward), out += s·t·Bᵀ.
+func (m *Model) adaptForward(ad *adapter, out, x backend.Buffer, N int) error {
+	if ad == nil {
+		return nil
+	}
+	r := m.lora.Rank
+	if err := m.grow(need{&ad.t, N * r}); err != nil {
+		return err
+	}
+	a, b := ad.a, ad.b
+	if m.half != nil {
+		a, b = ad.ha, ad.hb
+	}
+	m.gemm(false, true, N, r, ad.in, 1, x, ad.in, a, ad.in, 0, ad.t, r)
+	m.gemm(false, true, N, ad.out, r, m.lora.Scale(), m.in(2, ad.t, N*r), r, b, r, 1, out, ad.out)
+	return nil
+}
+
+// adaptBackward accumulates the adapter's gradients and its part of dinp
+// (nil: not needed), g being the output gradient as the products read it
+// and x the layer's input:
+//
+//	dB += s·gᵀ·t,   u = s·g·B,   dA += uᵀ·x,   dinp += u·A.
+func (m *Model) adaptBackward(ad *adapter, dinp, g, x backend.Buffer, N int) {
+	if ad == nil {
+		return
+	}
+	r, s := m.lora.Rank, m.lora.Scale()
+	a, b := ad.a, ad.b
+	if m.half != nil {
+		a, b = ad.ha, ad.hb
+	}
+	m.gemm(true, false, ad.out, r, N, s, g, ad.out, m.in(2, ad.t, N*r), r, 1, ad.db, r)
+	m.gemm(false, false, N, r, ad.out, s, g, ad.out, b, r, 0, m.ws.du, r)
+	u := m.in(2, m.ws.du, N*r)
+	m.gemm(true, false, r, ad.in, N, 1, u, r, x, ad.in, 1, ad.da, ad.in)
+	if dinp != nil {
+		m.gemm(false, false, N, ad.in, r, 1, u, r, a, ad.in, 1, dinp, ad.in)
+	}
+}
