@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -370,5 +371,31 @@ func TestMonitorReuseAndWarmupFields(t *testing.T) {
 	e.Monitor = "panic"
 	if err := e.Validate(); err == nil || !strings.HasPrefix(err.Error(), "Monitor:") {
 		t.Errorf("Monitor \"panic\": error %v, want one naming the Monitor field", err)
+	}
+}
+
+// LoRA reaches the trainer with its defaults (alpha 2·rank, all linear
+// layers), a bad one names the Experiment's field, and off leaves the
+// configuration, hence the run's cache key, as before.
+func TestLoRAField(t *testing.T) {
+	e := Experiment{Env: Bandit(), LoRA: LoRA{Rank: 8}}
+	c, err := e.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LoRA == nil || c.LoRA.Rank != 8 || c.LoRA.Alpha != 16 || !slices.Equal(c.LoRA.Targets, []string{"all-linear"}) {
+		t.Fatalf("LoRA{Rank: 8}: %+v", c.LoRA)
+	}
+	if off, _ := (Experiment{Env: Bandit()}).Config(); off.LoRA != nil {
+		t.Fatalf("no LoRA: %+v", off.LoRA)
+	}
+	for _, tc := range []struct {
+		l    LoRA
+		want string
+	}{{LoRA{Rank: -1}, "LoRA.Rank:"}, {LoRA{Rank: 4, Targets: []string{"qproj"}}, "LoRA.Targets:"}} {
+		bad := Experiment{Env: Bandit(), LoRA: tc.l}
+		if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error starting %q", tc.l, err, tc.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/train"
 )
 
@@ -93,6 +94,12 @@ type Experiment struct {
 	// (default) or "bf16" (bf16 weights and activations, float32 master
 	// weights and accumulation); the same on every backend, the CPU included.
 	Precision string
+	// LoRA trains low-rank adapters on the frozen policy instead of all
+	// its weights, after the warm start (Rank 0: off, full fine-tuning):
+	// ragen.LoRA{Rank: 8} targets every linear layer with alpha 2·rank.
+	// The critic gets its own adapters and value head on the same base,
+	// and the base is the KL reference.
+	LoRA LoRA
 
 	// Monitor is what the collapse monitor does when a signal fires:
 	// "warn" (default: an event, training goes on), "stop" (the run ends
@@ -227,6 +234,16 @@ func (e Experiment) Config() (train.Config, error) {
 	if e.Precision != "" {
 		c.Precision = e.Precision
 	}
+	if e.LoRA.Rank != 0 {
+		l := model.LoRA{Rank: e.LoRA.Rank, Alpha: e.LoRA.Alpha, Targets: e.LoRA.Targets}
+		if l.Alpha == 0 {
+			l.Alpha = 2 * float64(l.Rank)
+		}
+		if len(l.Targets) == 0 {
+			l.Targets = []string{"all-linear"}
+		}
+		c.LoRA = &l
+	}
 	if e.Monitor != "" {
 		c.Monitor.Action = e.Monitor
 	}
@@ -290,12 +307,22 @@ func (e *Experiment) compile() error {
 	return nil
 }
 
+// LoRA is the low-rank adapter setting of an Experiment: Rank (0: off),
+// Alpha (0: 2·Rank) and Targets (nil: "all-linear"; or any of q_proj,
+// k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj).
+type LoRA struct {
+	Rank    int
+	Alpha   float64
+	Targets []string
+}
+
 // trainField maps the trainer's error keys to the Experiment's fields.
 var trainField = map[string]string{
 	"model": "Model", "pretrained": "Model", "init": "Model", "context_length": "ContextLength", "vocab_size": "VocabSize",
 	"steps": "Steps", "env_groups": "Groups", "group_size": "GroupSize",
 	"max_tokens_per_turn": "TokensPerTurn",
-	"temperature":         "Temperature", "backend": "Backend", "precision": "Precision", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches", "reuse_rollouts": "ReuseRollouts", "monitor.action": "Monitor",
+	"lora.r":              "LoRA.Rank", "lora.lora_alpha": "LoRA.Alpha", "lora.target_modules": "LoRA.Targets",
+	"temperature": "Temperature", "backend": "Backend", "precision": "Precision", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches", "reuse_rollouts": "ReuseRollouts", "monitor.action": "Monitor",
 	"actor_lr": "ActorLR", "critic_lr": "CriticLR", "lr_warmup_steps": "LRWarmup", "val_episodes": "ValEpisodes",
 	"val_every": "ValEvery", "checkpoint_every": "CheckpointEvery",
 	"warm_start.steps": "WarmStart.Steps", "warm_start.episodes": "WarmStart.Episodes",

@@ -104,6 +104,7 @@ func init() {
 		"FilterRule":   reflect.ValueOf((*dsl.FilterRule)(nil)),
 		"Group":        reflect.ValueOf((*dsl.Group)(nil)),
 		"GroupScore":   reflect.ValueOf((*dsl.GroupScore)(nil)),
+		"LoRA":         reflect.ValueOf((*dsl.LoRA)(nil)),
 		"ModelSpec":    reflect.ValueOf((*dsl.ModelSpec)(nil)),
 		"RewardExpr":   reflect.ValueOf((*dsl.RewardExpr)(nil)),
 		"Run":          reflect.ValueOf((*dsl.Run)(nil)),

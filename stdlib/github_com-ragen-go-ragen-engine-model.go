@@ -4,22 +4,26 @@ package stdlib
 
 import (
 	"github.com/ragen-go/ragen/engine/model"
+	"go/constant"
+	"go/token"
 	"reflect"
 )
 
 func init() {
 	Symbols["github.com/ragen-go/ragen/engine/model/model"] = map[string]reflect.Value{
 		// function, constant and variable definitions
-		"Base":             reflect.ValueOf(model.Base),
-		"CheckAppend":      reflect.ValueOf(model.CheckAppend),
-		"CrossEntropyGrad": reflect.ValueOf(model.CrossEntropyGrad),
-		"Load":             reflect.ValueOf(model.Load),
-		"New":              reflect.ValueOf(model.New),
-		"NewBuffer":        reflect.ValueOf(model.NewBuffer),
-		"NewLayout":        reflect.ValueOf(model.NewLayout),
-		"Preset":           reflect.ValueOf(model.Preset),
-		"Small":            reflect.ValueOf(model.Small),
-		"Tiny":             reflect.ValueOf(model.Tiny),
+		"AdapterConfigFile":  reflect.ValueOf(constant.MakeFromLiteral("\"adapter_config.json\"", token.STRING, 0)),
+		"AdapterWeightsFile": reflect.ValueOf(constant.MakeFromLiteral("\"adapter_model.safetensors\"", token.STRING, 0)),
+		"Base":               reflect.ValueOf(model.Base),
+		"CheckAppend":        reflect.ValueOf(model.CheckAppend),
+		"CrossEntropyGrad":   reflect.ValueOf(model.CrossEntropyGrad),
+		"Load":               reflect.ValueOf(model.Load),
+		"New":                reflect.ValueOf(model.New),
+		"NewBuffer":          reflect.ValueOf(model.NewBuffer),
+		"NewLayout":          reflect.ValueOf(model.NewLayout),
+		"Preset":             reflect.ValueOf(model.Preset),
+		"Small":              reflect.ValueOf(model.Small),
+		"Tiny":               reflect.ValueOf(model.Tiny),
 
 		// type definitions
 		"Buffer":          reflect.ValueOf((*model.Buffer)(nil)),
@@ -28,6 +32,7 @@ func init() {
 		"GenerateOptions": reflect.ValueOf((*model.GenerateOptions)(nil)),
 		"Grad":            reflect.ValueOf((*model.Grad)(nil)),
 		"Layout":          reflect.ValueOf((*model.Layout)(nil)),
+		"LoRA":            reflect.ValueOf((*model.LoRA)(nil)),
 		"Model":           reflect.ValueOf((*model.Model)(nil)),
 		"Output":          reflect.ValueOf((*model.Output)(nil)),
 		"Request":         reflect.ValueOf((*model.Request)(nil)),

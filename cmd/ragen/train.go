@@ -14,6 +14,7 @@ import (
 	"github.com/ragen-go/ragen/engine/algo"
 	"github.com/ragen-go/ragen/engine/backend"
 	"github.com/ragen-go/ragen/engine/metrics"
+	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/train"
 	"github.com/ragen-go/ragen/envs"
 	_ "github.com/ragen-go/ragen/envs/all"
@@ -64,6 +65,9 @@ func runTrain(args []string) error {
 	fs.StringVar(&c.Pretrained, "pretrained", "", "start from this Hugging Face model directory (Qwen2 or Llama: config.json, safetensors, tokenizer); no fine-tuning unless -sft-steps is given")
 	fs.StringVar(&c.RunDir, "run", "", "run directory for config, metrics.jsonl, events and checkpoints")
 	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", 0, "checkpoint every N steps (0: at the end only)")
+	loraRank := fs.Int("lora-rank", 0, "train LoRA adapters of this rank on the frozen policy instead of all its weights (0: full fine-tuning); the critic gets its own adapters on the same base, the base is the KL reference")
+	loraAlpha := fs.Float64("lora-alpha", 0, "LoRA scaling numerator: adapters add (alpha/rank)·x·Aᵀ·Bᵀ (default: 2 × rank)")
+	loraTargets := fs.String("lora-targets", "all-linear", "comma-separated modules the adapters target: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj or all-linear")
 	resume := fs.String("resume", "", "resume from this checkpoint directory (runs/x/checkpoints/step-000020)")
 	quiet := fs.Bool("quiet", false, "print only the final summary")
 	if err := fs.Parse(args); err != nil {
@@ -83,6 +87,13 @@ func runTrain(args []string) error {
 		}
 	}
 	c.Temperature, c.ValTemperature = float32(*temperature), float32(*valTemperature)
+	if *loraRank != 0 {
+		alpha := *loraAlpha
+		if alpha == 0 {
+			alpha = 2 * float64(*loraRank)
+		}
+		c.LoRA = &model.LoRA{Rank: *loraRank, Alpha: alpha, Targets: strings.Split(*loraTargets, ",")}
+	}
 	switch *preset {
 	case "starpo-s", "starpos":
 		c.Algo = algo.StarPOS()

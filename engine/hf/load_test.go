@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -346,5 +347,46 @@ func TestQwenCheckpoint(t *testing.T) {
 	}
 	if ids[0] != 151644 || ids[len(ids)-3] != 151644 { // <|im_start|> … <|im_start|>assistant\n
 		t.Errorf("ids %v: <|im_start|> (151644) not where ChatML puts it", ids)
+	}
+}
+
+// A policy with LoRA adapters is saved merged: the directory loads as a
+// plain model that computes the adapter model's logits.
+func TestSaveMergesAdapters(t *testing.T) {
+	m, tok, tmpl, err := Load(filepath.Join("testdata", tinyDirs[0]), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := m.WithLoRA(model.LoRA{Rank: 2, Alpha: 4, Targets: []string{"all-linear"}}, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a.Params.Data { // B is zero at first: make the adapters matter
+		a.Params.Data[i] += float32(i%7-3) * 0.01
+	}
+	toks := tok.Encode("<|im_start|>user\nPush the box right<|im_end|>")
+	want, err := a.Forward(toks, []int{len(toks)}, model.Want{Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLogits := slices.Clone(want.Logits)
+	dir := filepath.Join(t.TempDir(), "merged")
+	if err := Save(dir, a, tok, tmpl); err != nil {
+		t.Fatal(err)
+	}
+	merged, _, _, err := Load(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := merged.Forward(toks, []int{len(toks)}, model.Want{Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worst float64
+	for i := range wantLogits {
+		worst = max(worst, math.Abs(float64(got.Logits[i]-wantLogits[i])))
+	}
+	if worst > 1e-4 {
+		t.Fatalf("merged logits differ from the adapter model's by %g", worst)
 	}
 }

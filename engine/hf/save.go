@@ -21,12 +21,26 @@ import (
 // ChatML when tmpl is nil) and generation_config.json (stop at <|im_end|>
 // and <|endoftext|>, when the tokenizer has them).
 //
+// A policy with LoRA adapters is saved merged (model.Model.Merged): the
+// base's weights with the adapters folded in; its adapters alone are
+// SaveAdapter's PEFT directory.
+//
 // The model files appear atomically (checkpoint.SaveDir); the two
 // tokenizer and generation configs are then written atomically each. A
 // model with a value head or without an LM head has no Hugging Face
 // equivalent and is refused: save a critic with model.Save.
 func Save(dir string, m *model.Model, tok *tokenizer.Tokenizer, tmpl *ChatTemplate) error {
 	fail := func(err error) error { return fmt.Errorf("cannot save Hugging Face model %s: %w", dir, err) }
+	if m.LoRA() != nil && m.Config.LMHead { // a policy with adapters: export them folded in
+		merged, err := m.Merged()
+		if err != nil {
+			return fail(err)
+		}
+		m = merged
+	}
+	if err := m.SyncParams(); err != nil {
+		return fail(err)
+	}
 	c := m.Config
 	switch {
 	case c.ValueHead:

@@ -59,3 +59,34 @@ func Load(dir string) (*Model, *checkpoint.Dir, error) {
 	}
 	return m, d, nil
 }
+
+// Restore loads the parameters of the checkpoint directory at dir (written
+// by Save from a model of the same architecture: a plain model, or
+// adapters of the same configuration) into m and uploads them. It returns
+// the open directory (for the optimizer state); close it when done.
+func (m *Model) Restore(dir string) (*checkpoint.Dir, error) {
+	d, err := checkpoint.LoadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := json.Unmarshal(d.Config, &c); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("cannot load checkpoint %s: config.json: %w", dir, err)
+	}
+	if c != m.Config {
+		d.Close()
+		return nil, fmt.Errorf("cannot load checkpoint %s: its architecture differs from the model's", dir)
+	}
+	for _, v := range m.Layout.Views {
+		if err := d.Model.Load(v.Name, v.Shape, m.Params.Data[v.Offset:v.Offset+v.Size]); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("cannot load checkpoint %s: %w", dir, err)
+		}
+	}
+	if err := m.Upload(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}

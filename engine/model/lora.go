@@ -84,7 +84,7 @@ func (l LoRA) modules() []module {
 // Validate reports the first invalid field, named as in adapter_config.json.
 func (l LoRA) Validate() error {
 	if l.Rank < 1 {
-		return fmt.Errorf("lora r: must be ≥ 1 (got %d)", l.Rank)
+		return fmt.Errorf("r: must be ≥ 1 (got %d)", l.Rank)
 	}
 	if !(l.Alpha > 0) || math.IsInf(l.Alpha, 0) {
 		return fmt.Errorf("lora_alpha: must be a finite number > 0 (got %g)", l.Alpha)

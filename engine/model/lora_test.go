@@ -206,7 +206,7 @@ func TestLoRAValidate(t *testing.T) {
 		l    LoRA
 		want string
 	}{
-		{LoRA{Rank: 0, Alpha: 1, Targets: []string{"q_proj"}}, "lora r: must be ≥ 1 (got 0)"},
+		{LoRA{Rank: 0, Alpha: 1, Targets: []string{"q_proj"}}, "r: must be ≥ 1 (got 0)"},
 		{LoRA{Rank: 2, Alpha: 0, Targets: []string{"q_proj"}}, "lora_alpha: must be a finite number > 0 (got 0)"},
 		{LoRA{Rank: 2, Alpha: 1}, "target_modules: empty"},
 		{LoRA{Rank: 2, Alpha: 1, Targets: []string{"qproj"}}, `target_modules: unknown "qproj"`},

@@ -57,6 +57,13 @@ type Config struct {
 	// float32 accumulation; every other op stays float32
 	// (model.Model.Use). The same on every backend, the CPU included.
 	Precision string `json:"precision,omitempty"`
+	// LoRA, when set, trains low-rank adapters (rank, alpha, target
+	// modules) on the frozen policy instead of all its weights, after the
+	// warm start: the critic is its own adapters and value head on the same
+	// base in memory, the reference policy is the base itself, and
+	// checkpoints also hold the policy's adapters as a PEFT directory
+	// (policy-adapter/). nil: full fine-tuning.
+	LoRA *model.LoRA `json:"lora,omitempty"`
 	// ContextLength is the policy's max_position_embeddings, the longest
 	// conversation in tokens (1024).
 	ContextLength int `json:"context_length"`
@@ -235,6 +242,11 @@ func (c *Config) Validate() error {
 	}
 	if _, err := backend.ParsePrecision(c.Precision); err != nil {
 		return err // "precision: …"
+	}
+	if c.LoRA != nil {
+		if err := c.LoRA.Validate(); err != nil {
+			return fmt.Errorf("lora.%w", err)
+		}
 	}
 	if err := c.validateLoaded(); err != nil {
 		return err

@@ -103,6 +103,15 @@ func (t *Trainer) finishRun() error {
 	return nil
 }
 
+// savedRef is the reference policy a checkpoint holds: none when it is
+// the adapters' frozen base, which the run rebuilds as it started.
+func (t *Trainer) savedRef() *model.Model {
+	if t.ref == t.policy.Base() {
+		return nil
+	}
+	return t.ref
+}
+
 // trainerState is what a checkpoint adds to the models to resume a run.
 type trainerState struct {
 	Step    int             `json:"step"`
@@ -148,8 +157,13 @@ func (t *Trainer) Checkpoint() error {
 	if err := save("critic", t.critic, t.criticOpt); err != nil {
 		return err
 	}
-	if err := save("ref", t.ref, nil); err != nil {
+	if err := save("ref", t.savedRef(), nil); err != nil {
 		return err
+	}
+	if t.policy.LoRA() != nil { // also as PEFT reads it
+		if err := t.policy.SaveAdapter(filepath.Join(tmp, "policy-adapter")); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
 	}
 	st, err := json.Marshal(trainerState{Step: t.step, History: t.History})
 	if err != nil {
@@ -184,18 +198,11 @@ func (t *Trainer) Resume(dir string) error {
 		if m == nil {
 			return nil
 		}
-		saved, d, err := model.Load(filepath.Join(dir, name))
+		d, err := m.Restore(filepath.Join(dir, name))
 		if err != nil {
-			return fmt.Errorf("cannot resume: %w", err)
-		}
-		defer d.Close()
-		if saved.Config != m.Config {
-			return fmt.Errorf("cannot resume from %s: the %s's architecture differs from this run's configuration", dir, name)
-		}
-		copy(m.Params.Data, saved.Params.Data)
-		if err := m.Upload(); err != nil {
 			return fmt.Errorf("cannot resume: %s: %w", name, err)
 		}
+		defer d.Close()
 		if opt != nil {
 			if d.Optimizer == nil {
 				return fmt.Errorf("cannot resume from %s: %s has no optimizer state", dir, name)
@@ -210,7 +217,7 @@ func (t *Trainer) Resume(dir string) error {
 	if err := load("critic", t.critic, t.criticOpt); err != nil {
 		return err
 	}
-	if err := load("ref", t.ref, nil); err != nil {
+	if err := load("ref", t.savedRef(), nil); err != nil {
 		return err
 	}
 	t.step, t.History, t.reused = st.Step, st.History, nil

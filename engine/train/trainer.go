@@ -46,6 +46,7 @@ type Trainer struct {
 	policy *model.Model
 	critic *model.Model // nil unless the estimator uses one
 	ref    *model.Model // frozen reference policy; nil unless KL is on
+	base   *model.Model // with LoRA: the frozen model the adapters compute with
 
 	actorOpt, criticOpt *optim.AdamW
 
@@ -103,6 +104,16 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 	}
 	warm := time.Since(start).Seconds()
 
+	if cfg.LoRA != nil {
+		// Adapters on the frozen base: the policy trains them, the critic
+		// its own adapters and value head on the same base in memory, and
+		// the base itself is the reference, at no cost.
+		base := t.policy
+		if t.policy, err = base.WithLoRA(*cfg.LoRA, false, uint64(cfg.Seed)); err != nil {
+			return nil, fmt.Errorf("lora: %w", err)
+		}
+		t.base = base
+	}
 	if t.actorOpt, err = newOptimizer(t.policy, cfg.ActorLR, cfg.WeightDecay, cfg.LRWarmup); err != nil {
 		return nil, err
 	}
@@ -111,10 +122,12 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 	}
 	policy := t.policy
 	if usesCritic(cfg.Algo.AdvEstimator) {
-		if t.critic, err = criticFrom(policy, cfg.Seed); err != nil {
-			return nil, err
+		if t.base != nil {
+			t.critic, err = t.base.WithLoRA(*cfg.LoRA, true, uint64(cfg.Seed)^0xc1)
+		} else if t.critic, err = criticFrom(policy, cfg.Seed); err == nil {
+			err = place(t.critic)
 		}
-		if err := place(t.critic); err != nil {
+		if err != nil {
 			return nil, err
 		}
 		if t.criticOpt, err = newOptimizer(t.critic, cfg.CriticLR, cfg.WeightDecay, cfg.LRWarmup); err != nil {
@@ -122,11 +135,15 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 		}
 	}
 	if cfg.Algo.KLPlacement != algo.KLNone && cfg.Algo.KLCoef > 0 {
-		if t.ref, err = clone(policy); err != nil {
-			return nil, err
-		}
-		if err := place(t.ref); err != nil {
-			return nil, err
+		if t.base != nil {
+			t.ref = t.base
+		} else {
+			if t.ref, err = clone(policy); err != nil {
+				return nil, err
+			}
+			if err := place(t.ref); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := t.openRunDir(); err != nil {
@@ -154,12 +171,14 @@ func (t *Trainer) Close() error {
 			o.Free()
 		}
 	}
-	for _, m := range []*model.Model{t.policy, t.critic, t.ref} {
-		if m != nil {
+	freed := map[*model.Model]bool{nil: true} // the base may be the reference too
+	for _, m := range []*model.Model{t.policy, t.critic, t.ref, t.base} {
+		if !freed[m] {
 			m.Free()
+			freed[m] = true
 		}
 	}
-	t.policy, t.critic, t.ref, t.actorOpt, t.criticOpt = nil, nil, nil, nil, nil
+	t.policy, t.critic, t.ref, t.base, t.actorOpt, t.criticOpt = nil, nil, nil, nil, nil, nil
 	if t.dev == nil {
 		return nil
 	}

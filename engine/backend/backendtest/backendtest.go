@@ -512,13 +512,22 @@ func Step(t *testing.T, ref, b backend.Backend, c model.Config, p backend.Precis
 		}
 	}
 	defer func() { t.Logf("worst relative error %.3g (tolerance %g)", worst, tol) }()
+	lora := &model.LoRA{Rank: 4, Alpha: 8, Targets: []string{"all-linear"}}
 	for _, role := range []struct {
 		name string
 		c    model.Config
 		want model.Want
 		step bool
-	}{{"policy", c, model.Want{LM: true}, true}, {"critic", critic, model.Want{Value: true}, true}, {"reference", c, model.Want{LM: true}, false}} {
+		lora *model.LoRA // adapters on the model of c (a critic's with a value head)
+	}{
+		{"policy", c, model.Want{LM: true}, true, nil}, {"critic", critic, model.Want{Value: true}, true, nil},
+		{"reference", c, model.Want{LM: true}, false, nil},
+		{"lora-policy", c, model.Want{LM: true}, true, lora}, {"lora-critic", c, model.Want{Value: true}, true, lora},
+	} {
 		refM, got := onBackends(t, ref, b, role.c, 5, p)
+		if role.lora != nil {
+			refM, got = adapters(t, refM, *role.lora, role.want.Value), adapters(t, got, *role.lora, role.want.Value)
+		}
 		models := []*model.Model{refM, got}
 		var outs [2]*model.Output
 		for i, m := range models {
@@ -571,6 +580,24 @@ func Step(t *testing.T, ref, b backend.Backend, c model.Config, p backend.Precis
 		refM.Free()
 		got.Free()
 	}
+}
+
+// adapters returns LoRA adapters on base whose B is not zero (so that
+// they matter), the same on every backend.
+func adapters(t *testing.T, base *model.Model, l model.LoRA, valueHead bool) *model.Model {
+	t.Helper()
+	a, err := base.WithLoRA(l, valueHead, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := range a.Params.Data {
+		a.Params.Data[i] += float32(rng.NormFloat64() * 0.05)
+	}
+	if err := a.Upload(); err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // Decode checks a multi-turn decode with sampling on b against Naive:
