@@ -48,14 +48,18 @@
 // # The CUDA backend
 //
 // engine/backend/cuda binds the CUDA driver API (context, one non-blocking
-// stream per Backend, device memory, module loading, kernel launch) and
-// cuBLAS directly with cgo, and uses gorgonia.org/cu/nvrtc to compile
-// kernels.cu, embedded with go:embed, at start for the device's compute
-// capability (falling back to an older PTX target when NVRTC predates the
-// device). gorgonia.org/cu's root package is not used because its init
-// exits the process when cuInit fails, so a CUDA build could not even run
-// on the CPU, nor report a missing device; its cublas package takes Go
-// slices, has no stream setter and no strided-batched GEMM.
+// stream per Backend, device memory, module loading, kernel launch),
+// cuBLAS and NVRTC with cgo through function pointers: libcuda.so.1, the
+// newest libcublas and libnvrtc are opened with dlopen on first use (from
+// the loader's path, a toolkit, or Python's NVIDIA wheels), so one binary
+// runs with CUDA 11, 12 or 13, and one on a machine without a driver says
+// what it looked for. NVRTC compiles kernels.cu, embedded with go:embed, at
+// start for the device's compute capability (falling back to an older PTX
+// target when NVRTC predates the device). gorgonia.org/cu is not used
+// (docs/decisions.md, 32): it links libcuda and libnvrtc by soname, and its
+// root package's init exits the process when cuInit fails; its cublas
+// package takes Go slices, has no stream setter and no strided-batched
+// GEMM.
 //
 // Matrix products go to cublasSgemm (row-major by computing the transposed
 // product), attention to cublasSgemmStridedBatched over the query heads
@@ -107,10 +111,10 @@
 // # Status
 //
 // Without a GPU, CI builds and vets everything with -tags cuda against the
-// headers and link stubs of Debian's nvidia-cuda-dev (scripts/cuda-check),
-// compiles kernels.cu with the real NVRTC, and runs the CUDA tests against
-// the stub driver, where the parity tests skip saying that no device was
-// found. The CPU implementation, Transformer (both heads), AdamW and
+// headers of Debian's nvidia-cuda-dev (scripts/cuda-check), checks the
+// names the loader binds against its link stubs, compiles kernels.cu with
+// the real NVRTC (11.8, found by the loader), and runs the CUDA tests,
+// where the parity tests skip saying that no driver or device was found. The CPU implementation, Transformer (both heads), AdamW and
 // Decoder are tested here against model.Model, model.Decoder and
 // optim.AdamW, and the trainer's device path ("cpu-ref") against its host
 // path: a short training run gives bit-identical metrics and weights. The
@@ -122,5 +126,6 @@
 // bf16 GEMM and a training step with decoding after Refresh against the
 // CPU's bf16, ≤ 2e-2), the benchmarks at f32 and bf16, and a short
 // training run with -backend cpu, cuda and cuda -precision bf16, timed, on
-// a GPU.
+// a GPU, from binaries built elsewhere (scripts/gpu-check build, then run
+// on the GPU machine: no Go there).
 package backend
