@@ -190,9 +190,12 @@ func (l *library) describe() {
 		driverMajor = int(v) / 1000
 		l.version = fmt.Sprintf("CUDA %d.%d driver", v/1000, v%1000/10)
 	case blasLib:
-		var v [3]C.int
+		var v [3]C.int // MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
 		for i := range v {
-			C.dl_cublasGetProperty(C.libraryPropertyType(i), &v[i])
+			if st := C.dl_cublasGetProperty(C.libraryPropertyType(i), &v[i]); st != C.CUBLAS_STATUS_SUCCESS {
+				l.version = fmt.Sprintf("cuBLAS, version unknown: status %d", int(st))
+				return
+			}
 		}
 		l.version = fmt.Sprintf("cuBLAS %d.%d.%d", v[0], v[1], v[2])
 	case nvrtcLib:
