@@ -13,7 +13,6 @@ require (
 	golang.org/x/tools v0.36.0
 	gonum.org/v1/gonum v0.16.0
 	gonum.org/v1/plot v0.17.0
-	gorgonia.org/cu v0.9.6
 	gorgonia.org/tensor v0.9.24
 )
 

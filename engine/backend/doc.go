@@ -85,9 +85,14 @@
 //
 // engine/backend/cuda binds the CUDA driver API (context, one non-blocking
 // stream per Backend, device memory, module loading, kernel launch),
-// cuBLAS and NVRTC, and compiles kernels.cu, embedded with go:embed, at
-// start for the device's compute capability (falling back to an older PTX
-// target when NVRTC predates the device). Matrix products go to
+// cuBLAS and NVRTC with cgo through function pointers: libcuda.so.1, the
+// newest libcublas and libnvrtc are opened with dlopen on first use (from
+// the loader's path, a toolkit, or Python's NVIDIA wheels), so one binary
+// runs with CUDA 11, 12 or 13, and one on a machine without a driver says
+// what it looked for. gorgonia.org/cu is not used (docs/decisions.md, 33).
+// NVRTC compiles kernels.cu, embedded with go:embed, at start for the
+// device's compute capability (falling back to an older PTX target when
+// NVRTC predates the device). Matrix products go to
 // cublasSgemm (row-major by computing the transposed product), attention
 // to cublasSgemmStridedBatched over the query heads of each key/value
 // group (stride 0 shares K and V), with a fused scale+mask+softmax kernel

@@ -3,22 +3,21 @@
 package cuda
 
 /*
-#cgo LDFLAGS: -lcublas
-#include <cublas_v2.h>
+#include "dl.h"
 
 // Device pointers cross from Go as integers (they are not Go pointers) and
 // become float* here. Row-major to column-major: see sgemm in blas.go.
 static cublasStatus_t rowSgemm(cublasHandle_t h, int ta, int tb, int M, int N, int K,
 		float alpha, unsigned long long a, int lda, unsigned long long b, int ldb,
 		float beta, unsigned long long c, int ldc) {
-	return cublasSgemm_v2(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+	return dl_cublasSgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
 		N, M, K, &alpha, (const float*)b, ldb, (const float*)a, lda, &beta, (float*)c, ldc);
 }
 
 static cublasStatus_t rowSgemmStrided(cublasHandle_t h, int ta, int tb, int M, int N, int K,
 		float alpha, unsigned long long a, int lda, long long sa, unsigned long long b, int ldb, long long sb,
 		float beta, unsigned long long c, int ldc, long long sc, int count) {
-	return cublasSgemmStridedBatched(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+	return dl_cublasSgemmStridedBatched(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
 		N, M, K, &alpha, (const float*)b, ldb, sb, (const float*)a, lda, sa, &beta, (float*)c, ldc, sc, count);
 }
 
@@ -27,7 +26,7 @@ static cublasStatus_t rowSgemmStrided(cublasHandle_t h, int ta, int tb, int M, i
 static cublasStatus_t rowGemmBF16(cublasHandle_t h, int ta, int tb, int M, int N, int K,
 		float alpha, unsigned long long a, int lda, unsigned long long b, int ldb,
 		float beta, unsigned long long c, int ldc) {
-	return cublasGemmEx(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+	return dl_cublasGemmEx(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
 		N, M, K, &alpha, (const void*)b, CUDA_R_16BF, ldb, (const void*)a, CUDA_R_16BF, lda,
 		&beta, (void*)c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
@@ -36,33 +35,40 @@ import "C"
 
 import "fmt"
 
-// cuBLAS is bound here directly rather than through gorgonia.org/cu/blas:
-// v0.9.6's wrapper takes Go slices (device pointers would have to pose as
-// []float32), cannot set a stream and has no strided-batched GEMM nor GemmEx. A
-// few C functions are all the backend needs.
+// cuBLAS is bound here directly, through the pointers of dl.h (loader.go
+// opens libcublas.so.13, .12 or .11), rather than through
+// gorgonia.org/cu/blas: v0.9.6's wrapper links libcublas by soname, takes
+// Go slices (device pointers would have to pose as []float32), cannot set a
+// stream and has no strided-batched GEMM nor GemmEx. A few C functions are
+// all the backend needs. The 11.8 header's cublasGemmEx takes a
+// cublasComputeType_t, as cuBLAS 12 and 13 do (an int-sized enum, same
+// values); CUBLAS_DEFAULT_MATH keeps TF32 off in all three.
 
 type blasHandle struct{ h C.cublasHandle_t }
 
 // newBlas creates a handle bound to stream, with TF32 tensor-op math off so
 // products keep float32 precision (the parity tolerance is 1e-3).
 func newBlas(stream cuStream) (*blasHandle, error) {
+	if err := blasLib.load(); err != nil {
+		return nil, err
+	}
 	var h C.cublasHandle_t
-	if st := C.cublasCreate_v2(&h); st != C.CUBLAS_STATUS_SUCCESS {
+	if st := C.dl_cublasCreate(&h); st != C.CUBLAS_STATUS_SUCCESS {
 		return nil, fmt.Errorf("cublas: create: status %d", int(st))
 	}
 	// CUstream and cudaStream_t are the same C type.
-	if st := C.cublasSetStream_v2(h, stream); st != C.CUBLAS_STATUS_SUCCESS {
-		C.cublasDestroy_v2(h)
+	if st := C.dl_cublasSetStream(h, stream); st != C.CUBLAS_STATUS_SUCCESS {
+		C.dl_cublasDestroy(h)
 		return nil, fmt.Errorf("cublas: set stream: status %d", int(st))
 	}
-	if st := C.cublasSetMathMode(h, C.CUBLAS_DEFAULT_MATH); st != C.CUBLAS_STATUS_SUCCESS {
-		C.cublasDestroy_v2(h)
+	if st := C.dl_cublasSetMathMode(h, C.CUBLAS_DEFAULT_MATH); st != C.CUBLAS_STATUS_SUCCESS {
+		C.dl_cublasDestroy(h)
 		return nil, fmt.Errorf("cublas: set math mode: status %d", int(st))
 	}
 	return &blasHandle{h}, nil
 }
 
-func (b *blasHandle) close() { C.cublasDestroy_v2(b.h) }
+func (b *blasHandle) close() { C.dl_cublasDestroy(b.h) }
 
 func flag(trans bool) C.int {
 	if trans {

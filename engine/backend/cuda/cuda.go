@@ -16,14 +16,17 @@ func init() {
 }
 
 // Check reports whether a CUDA device is present: the driver loads and
-// counts at least one.
+// counts at least one, and cuBLAS and NVRTC load (Libraries says which).
 func Check() error {
 	n, err := deviceCount()
 	if err != nil {
-		return fmt.Errorf("backend cuda: no CUDA device found (%v)", err)
+		return fmt.Errorf("backend cuda: %w", err)
 	}
 	if n == 0 {
 		return errors.New("backend cuda: no CUDA device found")
+	}
+	if err := loadLibraries(); err != nil {
+		return fmt.Errorf("backend cuda: %w", err)
 	}
 	return nil
 }

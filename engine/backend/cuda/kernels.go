@@ -2,12 +2,18 @@
 
 package cuda
 
+/*
+#include <stdlib.h>
+#include "dl.h"
+*/
+import "C"
+
 import (
 	_ "embed"
 	"fmt"
 	"math"
-
-	"gorgonia.org/cu/nvrtc"
+	"slices"
+	"unsafe"
 )
 
 //go:embed kernels.cu
@@ -30,14 +36,28 @@ var kernelNames = []string{
 
 // compile turns kernels.cu into PTX with NVRTC for compute capability
 // major.minor. An NVRTC older than the device does not know its
-// architecture: then lower ones are tried, down to compute_52, since PTX
-// for an older architecture is JIT-compiled by the driver for newer ones.
+// architecture: then lower ones are tried (those NVRTC lists as supported,
+// else a fixed list down to compute_52), since PTX for an older
+// architecture is JIT-compiled by the driver for newer ones.
 func compile(major, minor int) (ptx string, arch string, err error) {
-	archs := []int{major*10 + minor}
-	for _, a := range []int{90, 89, 87, 86, 80, 75, 70, 61, 52} {
-		if a < archs[0] {
-			archs = append(archs, a)
+	dev := major*10 + minor
+	var archs []int
+	if supported := supportedArchs(); len(supported) > 0 {
+		for _, a := range slices.Backward(supported) {
+			if a <= dev {
+				archs = append(archs, a)
+			}
 		}
+	} else {
+		archs = []int{dev}
+		for _, a := range []int{90, 89, 87, 86, 80, 75, 70, 61, 52} {
+			if a < dev {
+				archs = append(archs, a)
+			}
+		}
+	}
+	if len(archs) == 0 { // older than NVRTC supports: its error says so
+		archs = []int{dev}
 	}
 	var first error
 	for _, a := range archs {
@@ -53,17 +73,76 @@ func compile(major, minor int) (ptx string, arch string, err error) {
 	return "", "", first
 }
 
+// supportedArchs lists the compute capabilities NVRTC compiles for,
+// ascending (e.g. 75 … 120), or nil when NVRTC cannot say (before 11.2).
+func supportedArchs() []int {
+	if nvrtcLib.load() != nil {
+		return nil
+	}
+	return nvrtcArchs()
+}
+
+// nvrtcArchs is supportedArchs once NVRTC is loaded.
+func nvrtcArchs() []int {
+	var n C.int
+	if C.dl_nvrtcGetNumSupportedArchs(&n) != C.NVRTC_SUCCESS || n <= 0 {
+		return nil
+	}
+	archs := make([]C.int, n)
+	if C.dl_nvrtcGetSupportedArchs(&archs[0]) != C.NVRTC_SUCCESS {
+		return nil
+	}
+	out := make([]int, n)
+	for i, a := range archs {
+		out[i] = int(a)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// compileFor compiles kernels.cu for one virtual architecture. No -std:
+// every NVRTC from 11.0 to 13 defaults to C++17, and 13 drops the older
+// dialects.
 func compileFor(arch string) (string, error) {
-	prog, err := nvrtc.CreateProgram(kernelSource, "kernels.cu")
-	if err != nil {
-		return "", fmt.Errorf("nvrtc: create program: %w", err)
+	if err := nvrtcLib.load(); err != nil {
+		return "", err
 	}
-	defer prog.Destroy()
-	if err := prog.Compile("--gpu-architecture="+arch, "--std=c++14"); err != nil {
-		log, _ := prog.GetLog()
-		return "", fmt.Errorf("nvrtc: compile kernels.cu for %s: %w\n%s", arch, err, log)
+	src := C.CString(kernelSource)
+	defer C.free(unsafe.Pointer(src))
+	name := C.CString("kernels.cu")
+	defer C.free(unsafe.Pointer(name))
+	var prog C.nvrtcProgram
+	if r := C.dl_nvrtcCreateProgram(&prog, src, name, 0, nil, nil); r != C.NVRTC_SUCCESS {
+		return "", fmt.Errorf("nvrtc: create program: %s", C.GoString(C.dl_nvrtcGetErrorString(r)))
 	}
-	return prog.GetPTX()
+	defer C.dl_nvrtcDestroyProgram(&prog)
+	opt := C.CString("--gpu-architecture=" + arch)
+	defer C.free(unsafe.Pointer(opt))
+	if r := C.dl_nvrtcCompileProgram(prog, 1, &opt); r != C.NVRTC_SUCCESS {
+		return "", fmt.Errorf("nvrtc: compile kernels.cu for %s: %s\n%s", arch, C.GoString(C.dl_nvrtcGetErrorString(r)), programLog(prog))
+	}
+	var n C.size_t
+	if r := C.dl_nvrtcGetPTXSize(prog, &n); r != C.NVRTC_SUCCESS {
+		return "", fmt.Errorf("nvrtc: PTX size: %s", C.GoString(C.dl_nvrtcGetErrorString(r)))
+	}
+	ptx := make([]byte, n)
+	if r := C.dl_nvrtcGetPTX(prog, (*C.char)(unsafe.Pointer(&ptx[0]))); r != C.NVRTC_SUCCESS {
+		return "", fmt.Errorf("nvrtc: PTX: %s", C.GoString(C.dl_nvrtcGetErrorString(r)))
+	}
+	return string(ptx[:len(ptx)-1]), nil // without the trailing NUL
+}
+
+// programLog is NVRTC's compile log for prog.
+func programLog(prog C.nvrtcProgram) string {
+	var n C.size_t
+	if C.dl_nvrtcGetProgramLogSize(prog, &n) != C.NVRTC_SUCCESS || n <= 1 {
+		return ""
+	}
+	log := make([]byte, n)
+	if C.dl_nvrtcGetProgramLog(prog, (*C.char)(unsafe.Pointer(&log[0]))) != C.NVRTC_SUCCESS {
+		return ""
+	}
+	return string(log[:n-1])
 }
 
 // loadKernels loads the PTX into a module and looks up every kernel.
