@@ -69,6 +69,10 @@ type Experiment struct {
 	// PPOEpochs over each step's rollouts, each in MiniBatches (1, 2).
 	PPOEpochs   int
 	MiniBatches int
+	// MicroBatchTokens bounds the tokens of one forward and backward pass
+	// of an update; larger minibatches accumulate their gradient over
+	// micro-batches (0: a whole minibatch at once).
+	MicroBatchTokens int
 	// ReuseRollouts trains that many steps on each batch of rollouts
 	// before rolling out again (1: online, fresh rollouts every step; a
 	// reused batch keeps its old log-probabilities, so the PPO ratio
@@ -234,6 +238,7 @@ func (e Experiment) Config() (train.Config, error) {
 	if e.Precision != "" {
 		c.Precision = e.Precision
 	}
+	c.MicroBatchTokens = e.MicroBatchTokens
 	if e.LoRA.Rank != 0 {
 		l := model.LoRA{Rank: e.LoRA.Rank, Alpha: e.LoRA.Alpha, Targets: e.LoRA.Targets}
 		if l.Alpha == 0 {

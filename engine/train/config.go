@@ -125,6 +125,16 @@ type Config struct {
 	// a small model learns faster from two).
 	PPOEpochs   int `json:"ppo_epochs"`
 	MiniBatches int `json:"mini_batches"`
+	// MicroBatchTokens bounds the tokens of one forward and backward pass
+	// of an update (0: a whole minibatch at once): a larger minibatch is
+	// split into micro-batches of whole trajectories whose gradients
+	// accumulate before its one optimizer step. The loss coefficients
+	// (advantages' normalisers, token means) are computed over the whole
+	// minibatch, from a first forward pass over its micro-batches, so the
+	// update is the same as unsplit up to the order of the sums; each
+	// micro-batch is run forward again for its backward pass. What fits
+	// in memory bounds it: the activations of a pass grow with its tokens.
+	MicroBatchTokens int `json:"micro_batch_tokens,omitempty"`
 	// ReuseRollouts > 1 trains on each batch of rollouts for that many
 	// steps before collecting fresh ones (1 = online: fresh every step).
 	ReuseRollouts int `json:"reuse_rollouts"`
@@ -273,7 +283,7 @@ func (c *Config) Validate() error {
 	}{
 		{"steps", c.Steps}, {"val_episodes", c.ValEpisodes}, {"val_every", c.ValEvery},
 		{"checkpoint_every", c.CheckpointEvery}, {"warm_start.steps", c.WarmStart.Steps},
-		{"top_k", c.TopK},
+		{"top_k", c.TopK}, {"micro_batch_tokens", c.MicroBatchTokens},
 	}
 	for _, f := range nonneg {
 		if f.v < 0 {

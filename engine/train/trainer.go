@@ -463,19 +463,25 @@ func (t *Trainer) update(ctx context.Context, step int, b *batch, m map[string]f
 func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) error {
 	cfg := &t.cfg
 	trajs := b.trajs[lo:hi]
-	tokens, lens := pack(trajs)
-	out, err := t.policy.Forward(tokens, lens, model.Want{LM: true})
-	if err != nil {
-		return fmt.Errorf("step %d: actor forward: %w", step, err)
+	parts := t.microBatches(trajs)
+	var logp, ent [][]float64
+	for _, p := range parts {
+		tokens, lens := pack(trajs[p[0]:p[1]])
+		out, err := t.policy.Forward(tokens, lens, model.Want{LM: true})
+		if err != nil {
+			return fmt.Errorf("step %d: actor forward: %w", step, err)
+		}
+		logp = append(logp, unpack(out.LogProb, lens)...)
+		if cfg.Algo.EntropyCoef > 0 {
+			ent = append(ent, unpack(out.Entropy, lens)...)
+		}
 	}
 	in := algo.ActorInputs{
 		Mask:    b.mask[lo:hi],
-		Logp:    unpack(out.LogProb, lens),
+		Logp:    logp,
 		OldLogp: b.oldLogp[lo:hi],
 		Adv:     b.adv[lo:hi],
-	}
-	if cfg.Algo.EntropyCoef > 0 {
-		in.Entropy = unpack(out.Entropy, lens)
+		Entropy: ent,
 	}
 	if b.refLogp != nil {
 		in.RefLogp = b.refLogp[lo:hi]
@@ -488,8 +494,17 @@ func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) 
 		return err
 	}
 	t.policy.ZeroGrad()
-	if err := t.policy.Backward(model.Grad{LogProb: packGrad(loss.DLogp, len(tokens)), Entropy: packGrad(loss.DEntropy, len(tokens))}); err != nil {
-		return fmt.Errorf("step %d: actor backward: %w", step, err)
+	for _, p := range parts {
+		tokens, lens := pack(trajs[p[0]:p[1]])
+		if len(parts) > 1 { // the activations are the last part's: run this one again
+			if _, err := t.policy.Forward(tokens, lens, model.Want{LM: true}); err != nil {
+				return fmt.Errorf("step %d: actor forward: %w", step, err)
+			}
+		}
+		g := model.Grad{LogProb: packGrad(rowsOf(loss.DLogp, p), len(tokens)), Entropy: packGrad(rowsOf(loss.DEntropy, p), len(tokens))}
+		if err := t.policy.Backward(g); err != nil {
+			return fmt.Errorf("step %d: actor backward: %w", step, err)
+		}
 	}
 	norm, err := t.policy.ClipGradNorm(cfg.GradClip)
 	if err != nil {
@@ -518,12 +533,17 @@ func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) 
 
 func (t *Trainer) updateCritic(step int, b *batch, lo, hi int, acc *accumulator) error {
 	trajs := b.trajs[lo:hi]
-	tokens, lens := pack(trajs)
-	out, err := t.critic.Forward(tokens, lens, model.Want{Value: true})
-	if err != nil {
-		return fmt.Errorf("step %d: critic forward: %w", step, err)
+	parts := t.microBatches(trajs)
+	var values [][]float64
+	for _, p := range parts {
+		tokens, lens := pack(trajs[p[0]:p[1]])
+		out, err := t.critic.Forward(tokens, lens, model.Want{Value: true})
+		if err != nil {
+			return fmt.Errorf("step %d: critic forward: %w", step, err)
+		}
+		values = append(values, unpack(out.Value, lens)...)
 	}
-	loss, err := algo.ComputeValueLoss(&t.cfg.Algo, unpack(out.Value, lens), b.values[lo:hi], b.ret[lo:hi], b.mask[lo:hi])
+	loss, err := algo.ComputeValueLoss(&t.cfg.Algo, values, b.values[lo:hi], b.ret[lo:hi], b.mask[lo:hi])
 	if err != nil {
 		return fmt.Errorf("step %d: value loss: %w", step, err)
 	}
@@ -531,8 +551,16 @@ func (t *Trainer) updateCritic(step int, b *batch, lo, hi int, acc *accumulator)
 		return err
 	}
 	t.critic.ZeroGrad()
-	if err := t.critic.Backward(model.Grad{Value: packGrad(loss.DValue, len(tokens))}); err != nil {
-		return fmt.Errorf("step %d: critic backward: %w", step, err)
+	for _, p := range parts {
+		tokens, lens := pack(trajs[p[0]:p[1]])
+		if len(parts) > 1 {
+			if _, err := t.critic.Forward(tokens, lens, model.Want{Value: true}); err != nil {
+				return fmt.Errorf("step %d: critic forward: %w", step, err)
+			}
+		}
+		if err := t.critic.Backward(model.Grad{Value: packGrad(rowsOf(loss.DValue, p), len(tokens))}); err != nil {
+			return fmt.Errorf("step %d: critic backward: %w", step, err)
+		}
 	}
 	norm, err := t.critic.ClipGradNorm(t.cfg.GradClip)
 	if err != nil {
@@ -548,6 +576,32 @@ func (t *Trainer) updateCritic(step int, b *batch, lo, hi int, acc *accumulator)
 	acc.add(metrics.ValueClipFrac, loss.ClipFrac)
 	acc.add(metrics.CriticGradNorm, norm)
 	return nil
+}
+
+// microBatches splits trajs into runs of whole trajectories of at most
+// MicroBatchTokens tokens each (a longer trajectory alone): [first, end)
+// index pairs. One run when the setting is 0 or everything fits.
+func (t *Trainer) microBatches(trajs []*rollout.Trajectory) [][2]int {
+	limit := t.cfg.MicroBatchTokens
+	var parts [][2]int
+	start, size := 0, 0
+	for i, tr := range trajs {
+		if limit > 0 && i > start && size+len(tr.Tokens) > limit {
+			parts = append(parts, [2]int{start, i})
+			start, size = i, 0
+		}
+		size += len(tr.Tokens)
+	}
+	return append(parts, [2]int{start, len(trajs)})
+}
+
+// rowsOf returns rows[p[0]:p[1]], nil for nil rows (a loss term that is
+// off).
+func rowsOf(rows [][]float64, p [2]int) [][]float64 {
+	if rows == nil {
+		return nil
+	}
+	return rows[p[0]:p[1]]
 }
 
 // validateAt plays the held-out seeds (one episode each, at the validation
