@@ -54,7 +54,6 @@ func (m *Model) Backward(g Grad) error {
 		{&ws.dgate, T * I}, {&ws.dup, T * I}, {&ws.dh, T * I}}
 	if useLM {
 		needs = append(needs, need{&ws.dlp, T}, need{&ws.dent, T})
-		grad = max(grad, V)
 	}
 	if g.Value != nil {
 		needs = append(needs, need{&ws.dvl, T})
@@ -65,7 +64,11 @@ func (m *Model) Backward(g Grad) error {
 	if err := m.grow(needs...); err != nil {
 		return fmt.Errorf("backward: %w", err)
 	}
-	if err := m.growHalf(T*max(d, C, I), T*grad, T*m.rank()); err != nil {
+	head := 0 // the rounded logit gradients of a block of the head
+	if useLM {
+		head = ws.headRows * V
+	}
+	if err := m.growHalf(T*max(d, C, I), max(T*grad, head), T*m.rank()); err != nil {
 		return fmt.Errorf("backward: %w", err)
 	}
 
@@ -81,8 +84,16 @@ func (m *Model) Backward(g Grad) error {
 		if err := b.Upload(ws.dent, ws.dentRow); err != nil {
 			return fmt.Errorf("backward: %w", err)
 		}
-		b.LogSoftmaxBackward(ws.logits, ws.logits, ws.lse, ws.ent, ws.targets, ws.dlp, ws.dent, T, V)
-		m.linearBackward(ws.dln, m.g.lmHead, nil, ws.logits, x, mw.lmHead, nil, T, d, V)
+		for r0 := 0; r0 < T; r0 += ws.headRows {
+			n := min(ws.headRows, T-r0)
+			logits, xr := b.Slice(ws.logits, 0, n*V), b.Slice(x, r0*d, n*d)
+			if ws.headRows < T { // Forward kept only the last block's logits
+				m.linear(logits, xr, mw.lmHead, nil, n, d, V)
+			}
+			b.LogSoftmaxBackward(logits, logits, b.Slice(ws.lse, r0, n), b.Slice(ws.ent, r0, n), ws.targets[r0:r0+n],
+				b.Slice(ws.dlp, r0, n), b.Slice(ws.dent, r0, n), n, V)
+			m.linearBackward(b.Slice(ws.dln, r0*d, n*d), m.g.lmHead, nil, logits, xr, mw.lmHead, nil, n, d, V)
+		}
 	}
 	if g.Value != nil {
 		ws.dvalRow = unalignRows(ws.dvalRow, g.Value, ws.lens)

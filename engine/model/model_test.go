@@ -478,3 +478,45 @@ func TestConfigJSON(t *testing.T) {
 		t.Errorf("llama defaults: %+v, %v", back, err)
 	}
 }
+
+// TestHeadInBlocks: when the logits would outgrow maxHeadLogits, the LM
+// head, log-softmax and their backward run in blocks of rows, recomputing
+// each block's logits in Backward — the same log-probabilities,
+// entropies and gradients as in one block, up to the order of the weight
+// gradient's sums.
+func TestHeadInBlocks(t *testing.T) {
+	c := Tiny()
+	lens := []int{9, 30, 4}
+	rng := rand.New(rand.NewPCG(8, 8))
+	tokens := randomBatch(rng, c.VocabSize, lens...)
+	loss := newMixedLoss(rng, len(tokens))
+	run := func() (lp, ent, grads []float32) {
+		m, err := New(c, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := m.Forward(tokens, lens, Want{LM: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lp, ent = slices.Clone(out.LogProb), slices.Clone(out.Entropy)
+		m.ZeroGrad()
+		if err := m.Backward(Grad{LogProb: loss.a, Entropy: loss.b}); err != nil {
+			t.Fatal(err)
+		}
+		return lp, ent, slices.Clone(m.Grads.Data)
+	}
+	lp1, ent1, g1 := run()
+	defer func(v int) { maxHeadLogits = v }(maxHeadLogits)
+	maxHeadLogits = 7 * c.VocabSize // blocks of 7 rows
+	lp2, ent2, g2 := run()
+	for _, x := range []struct {
+		name      string
+		got, want []float32
+		tol       float64
+	}{{"log-probs", lp2, lp1, 1e-6}, {"entropies", ent2, ent1, 1e-6}, {"gradients", g2, g1, 1e-5}} {
+		if e, at := relErr(x.got, x.want); e > x.tol {
+			t.Errorf("%s: relative error %.2e at %d", x.name, e, at)
+		}
+	}
+}
