@@ -73,6 +73,10 @@ type Experiment struct {
 	// of an update; larger minibatches accumulate their gradient over
 	// micro-batches (0: a whole minibatch at once).
 	MicroBatchTokens int
+	// Recompute keeps one transformer block's activations and recomputes
+	// them in the backward pass: less memory, one more forward pass, the
+	// same numbers.
+	Recompute bool
 	// ReuseRollouts trains that many steps on each batch of rollouts
 	// before rolling out again (1: online, fresh rollouts every step; a
 	// reused batch keeps its old log-probabilities, so the PPO ratio
@@ -238,7 +242,7 @@ func (e Experiment) Config() (train.Config, error) {
 	if e.Precision != "" {
 		c.Precision = e.Precision
 	}
-	c.MicroBatchTokens = e.MicroBatchTokens
+	c.MicroBatchTokens, c.Recompute = e.MicroBatchTokens, e.Recompute
 	if e.LoRA.Rank != 0 {
 		l := model.LoRA{Rank: e.LoRA.Rank, Alpha: e.LoRA.Alpha, Targets: e.LoRA.Targets}
 		if l.Alpha == 0 {

@@ -57,6 +57,7 @@ func runTrain(args []string) error {
 	fs.IntVar(&c.LRWarmup, "lr-warmup", c.LRWarmup, "optimizer updates over which the learning rates ramp up linearly (0: constant)")
 	fs.IntVar(&c.MiniBatches, "minibatches", c.MiniBatches, "optimizer steps per PPO epoch")
 	fs.IntVar(&c.PPOEpochs, "epochs", c.PPOEpochs, "PPO epochs over each step's rollouts")
+	fs.BoolVar(&c.Recompute, "recompute", false, "keep one transformer block's activations, recomputing them in the backward pass (less memory, one more forward pass; the same numbers)")
 	fs.IntVar(&c.MicroBatchTokens, "micro-batch-tokens", 0, "most tokens of one forward and backward pass of an update: larger minibatches accumulate gradients over micro-batches (0: a whole minibatch at once)")
 	fs.IntVar(&c.WarmStart.Steps, "sft-steps", c.WarmStart.Steps, "warm-start fine-tuning steps (0: none)")
 	fs.IntVar(&c.WarmStart.Episodes, "sft-episodes", c.WarmStart.Episodes, "expert episodes the warm start learns from")

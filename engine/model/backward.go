@@ -109,6 +109,11 @@ func (m *Model) Backward(g Grad) error {
 	// residual branch adds its contribution into dres, which leaves
 	// ∂loss/∂(block input).
 	for l := len(ws.layers) - 1; l >= 0; l-- {
+		if m.recompute && ws.held != l {
+			if err := m.blockForward(l, nil); err != nil {
+				return fmt.Errorf("backward: %w", err)
+			}
+		}
 		a, w, mm, gw := &ws.layers[l], &m.p.layers[l], &mw.layers[l], &m.g.layers[l]
 		// MLP branch: out = resid2 + down(silu(gate(ln2))·up(ln2)).
 		b.Zero(ws.dh)

@@ -36,6 +36,7 @@ type Model struct {
 	xs            [3]backend.Buffer // BF16: rounded product inputs (see in)
 	cos, sin      backend.Buffer    // rotary tables [MaxPositions, head_dim/2]
 	ws            workspace
+	recompute     bool // SetRecompute
 
 	// An adapter model (WithLoRA): the frozen model whose weights it
 	// computes with, its adapters' configuration and, per layer and

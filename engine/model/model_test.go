@@ -520,3 +520,49 @@ func TestHeadInBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestRecompute: with SetRecompute, a Forward keeps only each block's
+// input and Backward recomputes the rest, to the same floats: the same
+// outputs and gradients bit for bit, the same attention maps, and the
+// workspace holds one block's activations (not all of them).
+func TestRecompute(t *testing.T) {
+	c := Tiny()
+	c.NumLayers, c.ValueHead = 3, true
+	lens := []int{9, 30, 4}
+	rng := rand.New(rand.NewPCG(9, 9))
+	tokens := randomBatch(rng, c.VocabSize, lens...)
+	loss := newMixedLoss(rng, len(tokens))
+	run := func(recompute bool) ([]float32, []float32, []float32, int) {
+		m, err := New(c, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.SetRecompute(recompute)
+		_, g, err := loss.eval(m, tokens, lens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := slices.Clone(m.ws.out.LogProb)
+		if err := m.Backward(g); err != nil {
+			t.Fatal(err)
+		}
+		att, err := m.AttentionMap(0, 1, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		distinct := map[*float32]bool{}
+		for _, a := range m.ws.layers {
+			h, _ := backend.HostFloats(a.h)
+			distinct[&h[0]] = true
+		}
+		return out, slices.Clone(m.Grads.Data), slices.Clone(att.Data().([]float32)), len(distinct)
+	}
+	o1, g1, a1, n1 := run(false)
+	o2, g2, a2, n2 := run(true)
+	if !slices.Equal(o1, o2) || !slices.Equal(g1, g2) || !slices.Equal(a1, a2) {
+		t.Fatal("recomputed activations changed the outputs, gradients or attention map")
+	}
+	if n1 != c.NumLayers || n2 != 1 {
+		t.Fatalf("MLP activation buffers: %d without, %d with recomputation; want %d and 1", n1, n2, c.NumLayers)
+	}
+}

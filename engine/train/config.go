@@ -135,6 +135,11 @@ type Config struct {
 	// micro-batch is run forward again for its backward pass. What fits
 	// in memory bounds it: the activations of a pass grow with its tokens.
 	MicroBatchTokens int `json:"micro_batch_tokens,omitempty"`
+	// Recompute keeps only each block's input in a forward pass and
+	// recomputes the block's activations in the backward pass (activation
+	// checkpointing): one block's activations in memory instead of all,
+	// for one more forward pass. The numbers are the same.
+	Recompute bool `json:"recompute,omitempty"`
 	// ReuseRollouts > 1 trains on each batch of rollouts for that many
 	// steps before collecting fresh ones (1 = online: fresh every step).
 	ReuseRollouts int `json:"reuse_rollouts"`

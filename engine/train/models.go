@@ -12,9 +12,10 @@ import (
 type placer func(m *model.Model) error
 
 // placement opens the run's backend (config field backend, "" for the
-// CPU) and returns its placer; the models of the run share the instance.
-// Config.Validate has already checked both settings.
-func placement(name, precision string) (placer, backend.Backend, error) {
+// CPU) and returns its placer, which also sets activation recomputation;
+// the models of the run share the instance. Config.Validate has already
+// checked the settings.
+func placement(name, precision string, recompute bool) (placer, backend.Backend, error) {
 	if name == "" {
 		name = "cpu"
 	}
@@ -23,7 +24,10 @@ func placement(name, precision string) (placer, backend.Backend, error) {
 		return nil, nil, err
 	}
 	p := backend.Precision(precision)
-	return func(m *model.Model) error { return m.Use(b, p) }, b, nil
+	return func(m *model.Model) error {
+		m.SetRecompute(recompute)
+		return m.Use(b, p)
+	}, b, nil
 }
 
 // newOptimizer is AdamW over n's flat parameters, weight decay on the

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -298,5 +299,28 @@ func TestMicroBatchesMatchWholeMinibatch(t *testing.T) {
 	}
 	if reflect.DeepEqual(a, b) {
 		t.Log("bit-identical (the sums happened to round alike)")
+	}
+}
+
+// Activation recomputation changes memory, not numbers: the same run
+// with Recompute gives bit-identical metrics and weights.
+func TestRecomputeSameRun(t *testing.T) {
+	c := tinyConfig(t)
+	c.Algo.AdvEstimator = algo.EstGAE
+	c.Steps, c.ValEpisodes = 2, 0
+	plain := run(t, c)
+	defer plain.Close()
+	c.Recompute = true
+	c.WarmStart.CacheDir = t.TempDir() // fine-tune with recomputation too
+	re := run(t, c)
+	defer re.Close()
+	if !re.policy.Recompute() {
+		t.Fatal("the policy does not recompute")
+	}
+	if !reflect.DeepEqual(deterministic(plain.History), deterministic(re.History)) {
+		t.Fatalf("metrics differ:\n%v\n%v", deterministic(plain.History), deterministic(re.History))
+	}
+	if !slices.Equal(policyOf(t, plain).Params.Data, policyOf(t, re).Params.Data) {
+		t.Fatal("the trained policies differ")
 	}
 }

@@ -85,7 +85,7 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 		t.valSeeds[i] = envSeed(cfg.Seed, -1, i) // step −1: never a training seed stream
 	}
 
-	place, dev, err := placement(cfg.Backend, cfg.Precision)
+	place, dev, err := placement(cfg.Backend, cfg.Precision, cfg.Recompute)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +112,7 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 		if t.policy, err = base.WithLoRA(*cfg.LoRA, false, uint64(cfg.Seed)); err != nil {
 			return nil, fmt.Errorf("lora: %w", err)
 		}
+		t.policy.SetRecompute(cfg.Recompute)
 		t.base = base
 	}
 	if t.actorOpt, err = newOptimizer(t.policy, cfg.ActorLR, cfg.WeightDecay, cfg.LRWarmup); err != nil {
@@ -123,7 +124,9 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 	policy := t.policy
 	if usesCritic(cfg.Algo.AdvEstimator) {
 		if t.base != nil {
-			t.critic, err = t.base.WithLoRA(*cfg.LoRA, true, uint64(cfg.Seed)^0xc1)
+			if t.critic, err = t.base.WithLoRA(*cfg.LoRA, true, uint64(cfg.Seed)^0xc1); err == nil {
+				t.critic.SetRecompute(cfg.Recompute)
+			}
 		} else if t.critic, err = criticFrom(policy, cfg.Seed); err == nil {
 			err = place(t.critic)
 		}

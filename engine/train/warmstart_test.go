@@ -61,7 +61,7 @@ func TestWarmStartLearnContext(t *testing.T) {
 	nll := func(learnContext bool) (ctx, agent float64) {
 		c := tinyConfig(t)
 		c.WarmStart.Steps, c.WarmStart.LearnContext = 100, learnContext
-		place, _, err := placement("cpu", "f32")
+		place, _, err := placement("cpu", "f32", false)
 		if err != nil {
 			t.Fatal(err)
 		}
