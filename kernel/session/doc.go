@@ -26,6 +26,8 @@
 //
 // Interrupt cancels the running cell: first its context (cellctx), then,
 // after Options.InterruptGrace or at a second call, the interpreter.
+// yaegi.go stops the interpreter so that the stop can be undone once the
+// stopped code has returned: function values made before it keep working.
 //
 // Cells of one process share fds 1 and 2, so Execute calls of different
 // sessions in one process run one at a time.

@@ -76,15 +76,18 @@ type Cell struct {
 type Session struct {
 	opts Options
 	in   *interp.Interpreter
+	yi   *internals // the interpreter's fields its API lacks (yaegi.go)
 
-	mu       sync.Mutex                          // guards the fields below and the running cell's state
-	cells    []Cell                              // by internal id (index); a cell's positions decode to its id
-	imported map[string]string                   // package name -> path imported by cells
-	pkgNames map[string]string                   // path -> package name, from Use
-	exports  map[string]map[string]reflect.Value // path -> symbols, from Use
-	decls    map[string]*decl                    // top-level func, method and type by key
-	declSeq  int
-	running  *running
+	mu         sync.Mutex                          // guards the fields below and the running cell's state
+	cells      []Cell                              // by internal id (index); a cell's positions decode to its id
+	imported   map[string]string                   // package name -> path imported by cells
+	pkgNames   map[string]string                   // path -> package name, from Use
+	exports    map[string]map[string]reflect.Value // path -> symbols, from Use
+	decls      map[string]*decl                    // top-level func, method and type by key
+	declSeq    int
+	running    *running
+	stop       *stopped // the last run stopped, until the next run (yaegi.go)
+	cellNumber int      // execution count of the running cell
 
 	out       batcher
 	capture   [2]*fdCapture
@@ -144,6 +147,11 @@ func New(opts Options) (*Session, error) {
 		Args:   opts.Args,
 		Env:    os.Environ(),
 	})
+	yi, err := newInternals(s.in)
+	if err != nil {
+		return nil, err
+	}
+	s.yi = yi
 	for _, ex := range []interp.Exports{stdlib.Symbols, Symbols, s.resultSymbols()} {
 		if err := s.Use(ex); err != nil {
 			return nil, err
@@ -243,6 +251,7 @@ func (s *Session) Execute(ctx context.Context, cell Cell, out Output) *Result {
 	id := len(s.cells)
 	s.cells = append(s.cells, cell)
 	s.running = r
+	s.cellNumber = cell.Number
 	s.frames = nil
 	s.at = [2]int{}
 	s.goPanic = nil
@@ -469,18 +478,6 @@ func (s *Session) compileRun(ctx context.Context, n ast.Node) (reflect.Value, er
 		return reflect.Value{}, err
 	}
 	return s.execute(ctx, prog)
-}
-
-// execute runs a compiled program until it ends or ctx is cancelled. yaegi
-// returns at once on cancellation while the stopped code finishes its
-// current instruction in the background; the short pause lets it, so the
-// next cell does not race with it in practice (it cannot be waited for).
-func (s *Session) execute(ctx context.Context, prog *interp.Program) (reflect.Value, error) {
-	v, err := s.in.ExecuteWithContext(ctx, prog)
-	if ctx.Err() != nil {
-		time.Sleep(20 * time.Millisecond)
-	}
-	return v, err
 }
 
 // compile compiles an AST. yaegi's compiler sometimes panics on code it

@@ -491,3 +491,52 @@ func TestInterruptEscalation(t *testing.T) {
 		}
 	}
 }
+
+// TestClosuresSurviveStop: stopping the interpreter used to leave every
+// function literal made before the stop returning zero values (yaegi pins
+// a closure to the run id it was made under; see yaegi.go).
+func TestClosuresSurviveStop(t *testing.T) {
+	s := newSession(t)
+	mustOK(t, exec(t, s, 1, `add := func(a, b int) int { return a + b }
+type P struct{ X int }
+mk := func() P { return P{X: 7} }
+func named() int { return 5 }
+v := 3`))
+	interrupt := func(code string) run {
+		t.Helper()
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			s.Interrupt()
+		}()
+		r := exec(t, s, 2, code)
+		if r.res.Err == nil || r.res.Err.Name != "Interrupted" {
+			t.Fatalf("%q: err = %+v, want Interrupted", code, r.res.Err)
+		}
+		return r
+	}
+	check := func(want map[string]string) {
+		t.Helper()
+		for code, w := range want {
+			r := exec(t, s, 3, code)
+			mustOK(t, r)
+			if r.text() != w {
+				t.Errorf("%s = %q, want %q", code, r.text(), w)
+			}
+		}
+	}
+	interrupt("for {}")
+	check(map[string]string{"add(1, 2)": "3", "mk()": "{7}", "named()": "5", "v": "3"})
+	// A closure made after one stop survives the next.
+	mustOK(t, exec(t, s, 4, "mul := func(a, b int) int { return a * b }"))
+	interrupt("k := 0\nfor { k++ }")
+	check(map[string]string{"add(2, 2)": "4", "mul(2, 3)": "6"})
+
+	// Stopped inside a compiled call that goes on: the id cannot be put
+	// back (the cell would resume), and the next cell says so.
+	interrupt(`import "time"` + "\ntime.Sleep(20 * time.Second)")
+	r := exec(t, s, 5, "named()")
+	mustOK(t, r)
+	if !strings.Contains(r.stderr, "function literals made before it") || r.text() != "5" {
+		t.Errorf("after a stop in a compiled call: %q, stderr %q", r.text(), r.stderr)
+	}
+}
