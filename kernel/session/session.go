@@ -80,6 +80,7 @@ type Session struct {
 
 	mu         sync.Mutex                          // guards the fields below and the running cell's state
 	cells      []Cell                              // by internal id (index); a cell's positions decode to its id
+	nextID     int                                 // the next cell's id (ids wrap at maxCellIDs)
 	imported   map[string]string                   // package name -> path imported by cells
 	pkgNames   map[string]string                   // path -> package name, from Use
 	exports    map[string]map[string]reflect.Value // path -> symbols, from Use
@@ -136,6 +137,7 @@ func New(opts Options) (*Session, error) {
 		decls:    map[string]*decl{},
 		getters:  map[reflect.Type]string{},
 		cells:    []Cell{{}}, // id 0 is the session's own setup code
+		nextID:   1,
 	}
 	// Restricted mode: os.Exit and log.Fatal panic instead of ending the
 	// kernel, and the environment is a copy. yaegi's tables hold neither
@@ -248,8 +250,13 @@ func (s *Session) Execute(ctx context.Context, cell Cell, out Output) *Result {
 	r := &running{soft: cancelSoft, hard: cancelHard}
 
 	s.mu.Lock()
-	id := len(s.cells)
-	s.cells = append(s.cells, cell)
+	id := s.nextID
+	s.nextID = max(1, (s.nextID+1)%maxCellIDs)
+	if id < len(s.cells) {
+		s.cells[id] = cell
+	} else {
+		s.cells = append(s.cells, cell)
+	}
 	s.running = r
 	s.cellNumber = cell.Number
 	s.frames = nil
@@ -485,6 +492,7 @@ func (s *Session) compileRun(ctx context.Context, n ast.Node) (reflect.Value, er
 // error too.
 func (s *Session) compile(n ast.Node) (prog *interp.Program, err error) {
 	defer func() {
+		s.forgetCompiled()
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%v", r)
 		}
@@ -522,6 +530,7 @@ func (s *Session) runResult(ctx context.Context, id int, code string, u unit) er
 		}
 		prog, err := s.compile(b)
 		if err != nil {
+			s.forgetFile(b) // nothing compiled from it is kept
 			continue
 		}
 		_, err = s.execute(ctx, prog)
@@ -533,6 +542,15 @@ func (s *Session) runResult(ctx context.Context, id int, code string, u unit) er
 	}
 	_, err = s.compileRun(ctx, b)
 	return err
+}
+
+// forgetFile removes the file n was parsed into from the interpreter's
+// FileSet, once nothing compiled from it is kept (a failed compile).
+func (s *Session) forgetFile(n ast.Node) {
+	fset := s.in.FileSet()
+	if f := fset.File(n.Pos()); f != nil {
+		fset.RemoveFile(f)
+	}
 }
 
 // resultSymbols is the helper package the result probes call. Each helper

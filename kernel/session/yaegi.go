@@ -44,6 +44,8 @@ type internals struct {
 	done       *chan struct{} // closed to cancel the run's channel operations
 	cancelChan *bool          // whether channel operations watch done
 	roots      reflect.Value  // []*node: every compiled program, kept for the debugger
+	universe   reflect.Value  // *scope
+	scopes     reflect.Value  // map[string]*scope: package scopes by path
 }
 
 func newInternals(in *interp.Interpreter) (*internals, error) {
@@ -77,6 +79,16 @@ func newInternals(in *interp.Interpreter) (*internals, error) {
 		return nil, fmt.Errorf("yaegi's Interpreter has no slice field roots: the session is written for yaegi v0.16.1")
 	}
 	x.roots = reflect.NewAt(r.Type(), unsafe.Pointer(r.UnsafeAddr())).Elem()
+	u, sc := v.FieldByName("universe"), v.FieldByName("scopes")
+	if !u.IsValid() || u.Kind() != reflect.Pointer || !sc.IsValid() || sc.Kind() != reflect.Map ||
+		u.Type().Elem().Kind() != reflect.Struct || sc.Type().Elem() != u.Type() {
+		return nil, fmt.Errorf("yaegi's Interpreter has no scopes like v0.16.1's")
+	}
+	if f, ok := u.Type().Elem().FieldByName("child"); !ok || f.Type.Kind() != reflect.Slice || f.Type.Elem() != u.Type() {
+		return nil, fmt.Errorf("yaegi's scope has no child list like v0.16.1's")
+	}
+	x.universe = reflect.NewAt(u.Type(), unsafe.Pointer(u.UnsafeAddr())).Elem()
+	x.scopes = reflect.NewAt(sc.Type(), unsafe.Pointer(sc.UnsafeAddr())).Elem()
 	return &x, nil
 }
 
@@ -157,8 +169,24 @@ func (s *Session) resume() {
 	}
 }
 
-// forgetRoots drops yaegi's list of compiled programs, which only its
-// debugger reads: it would keep every cell's syntax tree and code alive.
-func (s *Session) forgetRoots() {
-	s.yi.roots.Set(reflect.Zero(s.yi.roots.Type()))
+// forgetCompiled drops what yaegi keeps of every compile and never reads
+// again, which kept every cell's syntax tree and code alive (~20 KB a
+// cell of `1`): its list of compiled programs (read by its debugger only)
+// and each scope's list of the block scopes opened in it (appended to,
+// never read).
+func (s *Session) forgetCompiled() {
+	x := s.yi
+	x.roots.Set(reflect.Zero(x.roots.Type()))
+	clear := func(sc reflect.Value) {
+		if sc.IsNil() {
+			return
+		}
+		c := sc.Elem().FieldByName("child")
+		c = reflect.NewAt(c.Type(), unsafe.Pointer(c.UnsafeAddr())).Elem()
+		c.Set(reflect.Zero(c.Type()))
+	}
+	clear(x.universe)
+	for it := x.scopes.MapRange(); it.Next(); {
+		clear(it.Value())
+	}
 }
