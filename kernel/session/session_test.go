@@ -540,3 +540,28 @@ v := 3`))
 		t.Errorf("after a stop in a compiled call: %q, stderr %q", r.text(), r.stderr)
 	}
 }
+
+// Inspect inside a call's parentheses shows the function called; on a
+// global's field or method, that member; a compiled type's methods
+// without their receiver as a parameter.
+func TestInspectCallsAndMembers(t *testing.T) {
+	s := newSession(t)
+	mustOK(t, exec(t, s, 1, "import \"strings\"\ntype Point struct{ X, Y int }\norigin := Point{X: 2}\nrep := strings.NewReplacer(\"a\", \"b\")"))
+	for code, want := range map[string]string{
+		"strings.Repeat(":         "func strings.Repeat(string, int) string",
+		`strings.Repeat("a", `:    "func strings.Repeat(string, int) string",
+		`x := strings.Repeat(f(1)`: "func strings.Repeat(string, int) string",
+		"origin.X":                "field origin.X int = 2",
+		"rep.Replace":             "func (*strings.Replacer) Replace(string) string",
+		"rep.WriteString(":        "func (*strings.Replacer) WriteString(io.Writer, string) (int, error)",
+	} {
+		got, ok := s.Inspect(code, len(code))
+		if !ok || got != want {
+			t.Errorf("Inspect(%q) = %q, %v; want %q", code, got, ok, want)
+		}
+	}
+	got, _ := s.Inspect("strings.Builder", len("strings.Builder"))
+	if !strings.Contains(got, "func (Builder) Len() int\n") {
+		t.Errorf("Inspect(strings.Builder) = %q: want Len() int without the receiver as a parameter", got)
+	}
+}
