@@ -548,12 +548,12 @@ func TestInspectCallsAndMembers(t *testing.T) {
 	s := newSession(t)
 	mustOK(t, exec(t, s, 1, "import \"strings\"\ntype Point struct{ X, Y int }\norigin := Point{X: 2}\nrep := strings.NewReplacer(\"a\", \"b\")"))
 	for code, want := range map[string]string{
-		"strings.Repeat(":         "func strings.Repeat(string, int) string",
-		`strings.Repeat("a", `:    "func strings.Repeat(string, int) string",
+		"strings.Repeat(":          "func strings.Repeat(string, int) string",
+		`strings.Repeat("a", `:     "func strings.Repeat(string, int) string",
 		`x := strings.Repeat(f(1)`: "func strings.Repeat(string, int) string",
-		"origin.X":                "field origin.X int = 2",
-		"rep.Replace":             "func (*strings.Replacer) Replace(string) string",
-		"rep.WriteString(":        "func (*strings.Replacer) WriteString(io.Writer, string) (int, error)",
+		"origin.X":                 "field origin.X int = 2",
+		"rep.Replace":              "func (*strings.Replacer) Replace(string) string",
+		"rep.WriteString(":         "func (*strings.Replacer) WriteString(io.Writer, string) (int, error)",
 	} {
 		got, ok := s.Inspect(code, len(code))
 		if !ok || got != want {
