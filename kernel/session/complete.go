@@ -63,6 +63,7 @@ func (s *Session) Complete(code string, cursor int) (matches []string, start, en
 		cands = s.members(code[qs : start-1])
 	} else {
 		cands = s.names(code[:start] + code[cursor:]) // not the word being typed
+		cands = append(s.literalFields(code, start), cands...)
 	}
 	seen := map[string]bool{}
 	for _, c := range cands {
@@ -217,6 +218,59 @@ func (s *Session) Inspect(code string, cursor int) (string, bool) {
 		return fmt.Sprintf("package %s (%q)", name, p), true
 	}
 	return "", false
+}
+
+// literalFields lists the fields of the struct type whose composite literal
+// the key at start is in (`ragen.Experiment{Ste`), for a compiled package's
+// type; nil elsewhere.
+func (s *Session) literalFields(code string, start int) []string {
+	i := strings.TrimRightFunc(code[:start], unicode.IsSpace)
+	if !strings.HasSuffix(i, "{") && !strings.HasSuffix(i, ",") {
+		return nil // not where a key goes
+	}
+	open := -1
+	depth := 0
+	for j := start - 1; j >= 0 && open < 0; j-- {
+		switch code[j] {
+		case ')', ']', '}':
+			depth++
+		case '(', '[':
+			if depth == 0 {
+				return nil
+			}
+			depth--
+		case '{':
+			if depth == 0 {
+				open = j
+			}
+			depth--
+		}
+	}
+	if open <= 0 {
+		return nil
+	}
+	ns := identBefore(code, open)
+	if ns == open || ns == 0 || code[ns-1] != '.' {
+		return nil
+	}
+	qual := code[identBefore(code, ns-1) : ns-1]
+	for _, p := range s.packages(qual) {
+		s.mu.Lock()
+		v, ok := s.exports[p][code[ns:open]]
+		s.mu.Unlock()
+		if !ok || v.Kind() != reflect.Pointer || !v.IsNil() || v.Type().Elem().Kind() != reflect.Struct {
+			continue
+		}
+		var out []string
+		t := v.Type().Elem()
+		for k := 0; k < t.NumField(); k++ {
+			if f := t.Field(k); f.IsExported() {
+				out = append(out, f.Name)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // openParen is the offset of the innermost '(' left open before cursor,

@@ -565,3 +565,18 @@ func TestInspectCallsAndMembers(t *testing.T) {
 		t.Errorf("Inspect(strings.Builder) = %q: want Len() int without the receiver as a parameter", got)
 	}
 }
+
+// The key of a compiled struct type's composite literal completes to its
+// fields.
+func TestCompleteLiteralFields(t *testing.T) {
+	s := newSession(t)
+	code := "c := tls.Config{ServerName: f(\"a\"), InsecureSkip"
+	got, _, _ := s.Complete(code, len(code))
+	if fmt.Sprint(got) != "[InsecureSkipVerify]" {
+		t.Errorf("Complete(%q) = %v, want [InsecureSkipVerify]", code, got)
+	}
+	code = "c := tls.Config{Min"
+	if got, _, _ := s.Complete(code, len(code)); fmt.Sprint(got) != "[MinVersion]" {
+		t.Errorf("Complete(%q) = %v, want [MinVersion]", code, got)
+	}
+}
