@@ -67,8 +67,12 @@ func (e Experiment) Train() *Run {
 
 // TrainContext runs the experiment, or loads its cached result unless
 // Fresh. Cancelling ctx stops training at the next safe point: the run so
-// far is returned with ctx's error, and is not cached.
+// far is returned, marked Interrupted, with ctx's error, and is not cached.
+// The context set by SetContext (the kernel's interrupt) stops it too, so
+// TrainContext(context.Background()) in a cell can still be interrupted.
 func (e Experiment) TrainContext(ctx context.Context) (run *Run, err error) {
+	ctx, stop := withSession(ctx)
+	defer stop()
 	if err := e.compile(); err != nil {
 		return nil, err
 	}
@@ -114,18 +118,37 @@ func (e Experiment) TrainContext(ctx context.Context) (run *Run, err error) {
 	}
 	t, err := train.New(ctx, cfg, obs)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Interrupted during the warm start: a run with no steps, so
+			// that `run := exp.Train()` still holds a Run to show.
+			r.Interrupted = true
+			return r, err
+		}
 		return nil, err
 	}
 	err = t.Run(ctx)
 	r.History = t.History
 	r.History.Name = r.Name
 	if err != nil {
+		r.Interrupted = ctx.Err() != nil
 		return r, err
 	}
 	if err := saveRun(r); err != nil {
 		return r, err
 	}
 	return r, nil
+}
+
+// withSession returns ctx cancelled also when the context set by
+// SetContext is, and the function that releases it.
+func withSession(ctx context.Context) (context.Context, func()) {
+	sc := currentContext()
+	if sc == ctx || sc.Done() == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(sc, func() { cancel(context.Cause(sc)) })
+	return ctx, func() { unhook(); cancel(nil) }
 }
 
 // hooks are the trainer callbacks of one run: the reward expression with
@@ -326,6 +349,9 @@ func (r *Run) Events() []metrics.Event { return r.History.Events }
 
 // Steps is the number of training steps recorded.
 func (r *Run) Steps() int {
+	if r == nil {
+		return 0
+	}
 	n := 0
 	for _, s := range r.History.Steps {
 		n = max(n, s.Step)
@@ -355,7 +381,12 @@ var summaryMetrics = []string{
 }
 
 // Summary is a table of the run's main metrics: first, last, min and max.
+// A nil Run (a Train that failed before it made one) has an empty table
+// that says so.
 func (r *Run) Summary() *Table {
+	if r == nil {
+		return &Table{Title: "no run (nil *Run: training failed before it started)", Columns: []string{"metric", "first", "last", "min", "max"}}
+	}
 	t := &Table{Title: r.title(), Columns: []string{"metric", "first", "last", "min", "max"}}
 	for _, name := range summaryMetrics {
 		_, vs := r.History.Series(name)

@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,10 +17,16 @@ type stepCounter struct {
 	steps  int
 	phases map[string]bool
 	cancel context.CancelFunc
+	atWarm bool // cancel when the warm start begins instead
 }
 
-func (s *stepCounter) Phase(step int, phase string) { s.phases[phase] = true }
-func (s *stepCounter) Event(metrics.Event)          {}
+func (s *stepCounter) Phase(step int, phase string) {
+	s.phases[phase] = true
+	if s.atWarm && phase == "warm_start" {
+		s.cancel()
+	}
+}
+func (s *stepCounter) Event(metrics.Event) {}
 func (s *stepCounter) Step(m metrics.Step) {
 	if m.Step > 0 {
 		s.steps++
@@ -58,5 +65,56 @@ func TestTrainHooksObserverAndCancel(t *testing.T) {
 	}
 	if !strings.Contains(run.Summary().Title, "(interrupted)") {
 		t.Errorf("summary title %q does not say interrupted", run.Summary().Title)
+	}
+}
+
+// tinyExp is an experiment small enough for a unit test.
+func tinyExp() Experiment {
+	return Experiment{
+		Env: Bandit(), Model: "tiny", Groups: 2, GroupSize: 2, TokensPerTurn: 160, Steps: 5,
+		WarmStart: WarmStart{Steps: 2, Episodes: 8, BatchSize: 4}, NoValidation: true, VocabSize: 300,
+		Algo: GRPO(), Fresh: true,
+	}
+}
+
+// hookSession sets the kernel's hooks to a cancellable context and obs.
+func hookSession(t *testing.T, obs *stepCounter) {
+	t.Helper()
+	t.Setenv("RAGEN_CACHE", t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	obs.cancel, obs.phases = cancel, map[string]bool{}
+	SetContext(func() context.Context { return ctx })
+	SetObserver(func() train.Observer { return obs })
+	t.Cleanup(func() { SetContext(nil); SetObserver(nil) })
+}
+
+// TrainContext with a context of its own still stops at the kernel's
+// interrupt: it used to return nil, nil to the cell (stopped by the
+// interpreter) and train on in the background.
+func TestTrainContextHearsKernelInterrupt(t *testing.T) {
+	obs := &stepCounter{}
+	hookSession(t, obs)
+	run, err := tinyExp().TrainContext(context.Background())
+	if !errors.Is(err, context.Canceled) || run == nil || !run.Interrupted || run.Steps() != 1 {
+		t.Fatalf("TrainContext(Background) after a kernel interrupt: %+v, %v; want the 1 step done, interrupted", run, err)
+	}
+}
+
+// An interrupt during the warm start leaves a Run with no steps, which
+// shows; so does a nil Run.
+func TestTrainInterruptedInWarmStart(t *testing.T) {
+	obs := &stepCounter{atWarm: true}
+	hookSession(t, obs)
+	run := tinyExp().Train()
+	if run == nil || !run.Interrupted || run.Steps() != 0 {
+		t.Fatalf("Train interrupted in the warm start: %+v, want a run with 0 steps, interrupted", run)
+	}
+	if txt, _ := run.MIMEBundle()["text/plain"].(string); !strings.Contains(txt, "(interrupted)") {
+		t.Errorf("summary %q does not say interrupted", txt)
+	}
+	var none *Run
+	if txt, _ := none.MIMEBundle()["text/plain"].(string); !strings.Contains(txt, "no run") {
+		t.Errorf("nil run shows %q", txt)
 	}
 }

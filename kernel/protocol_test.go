@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-zeromq/zmq4"
 
@@ -205,6 +206,21 @@ func TestProtocol(t *testing.T) {
 		if m.Header.MsgType == "execute_result" && !strings.Contains(string(m.Content), `"text/plain":"7"`) {
 			t.Errorf("x after x++ sent twice and x += 100 signed in upper case: %s, want 7", m.Content)
 		}
+	}
+
+	// inspect_request with the cursor inside a call's parentheses (Shift-Tab
+	// after `strings.Repeat(`) shows the function; cursor_pos counts runes.
+	code := `s := "é"; strings.Repeat(`
+	c.send(c.shell, c.signer, "inspect_request", map[string]any{"code": code, "cursor_pos": utf8.RuneCountInString(code), "detail_level": 0})
+	r = c.recv(c.shell)
+	var insp struct {
+		Status string            `json:"status"`
+		Found  bool              `json:"found"`
+		Data   map[string]string `json:"data"`
+	}
+	json.Unmarshal(r.Content, &insp)
+	if r.Header.MsgType != "inspect_reply" || !insp.Found || insp.Data["text/plain"] != "func strings.Repeat(string, int) string" {
+		t.Errorf("inspect inside a call: %s %s", r.Header.MsgType, r.Content)
 	}
 
 	// shutdown on control ends Run.

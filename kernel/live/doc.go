@@ -19,11 +19,13 @@
 // most every ProgressEvery (250 ms), the chart at most every ChartEvery
 // (2 s), or at every step when steps are slower. A change that arrives
 // inside the interval is not lost: a timer publishes the latest state when
-// the interval is over.
+// the interval is over. While nothing changes (the warm start reports only
+// that it begins) the bar is redrawn every TickEvery (1 s), so its elapsed
+// time runs and it does not look frozen.
 //
 // At the end the bar becomes the outcome ("done: 40 steps in 1m12s",
-// "interrupted at step 7", or the error that stopped the run) followed by
-// the summary table (dsl.Run.Summary), and the chart becomes the run's
-// full dashboard (dsl.Run.Dashboard). So a cell `run := exp.Train()`,
-// which has no value to show, still ends with the chart and the summary.
+// "interrupted at step 7", or the error that stopped the run), and the
+// chart becomes the run's full dashboard (dsl.Run.Dashboard). The summary
+// table is the Run's own display, shown once by a cell that ends with the
+// run (`run := exp.Train(); run`).
 package live

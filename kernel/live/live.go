@@ -26,6 +26,11 @@ type Options struct {
 	// ChartEvery is the shortest interval between two renders of the chart
 	// (2 s); a step slower than that is charted when it ends.
 	ChartEvery time.Duration
+	// TickEvery is how often the bar is redrawn while nothing else changes
+	// it (1 s), so its elapsed time runs during a long phase that reports
+	// nothing, like the warm start (the trainer tells when it begins, and
+	// nothing until step 1).
+	TickEvery time.Duration
 	// Now is the clock (time.Now); tests replace it.
 	Now func() time.Time
 }
@@ -89,6 +94,9 @@ func New(publish func(display.Data), opts Options) *View {
 	}
 	if opts.ChartEvery <= 0 {
 		opts.ChartEvery = 2 * time.Second
+	}
+	if opts.TickEvery <= 0 {
+		opts.TickEvery = time.Second
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -162,8 +170,9 @@ func (v *View) Event(e metrics.Event) {
 	v.flushLocked(false)
 }
 
-// End implements dsl.RunObserver: the bar shows the outcome and the run's
-// summary, the chart the run's full dashboard. Nothing is published after.
+// End implements dsl.RunObserver: the bar shows the outcome, the chart the
+// run's full dashboard. Nothing is published after. The summary table is the
+// Run's own display: a cell `run := exp.Train(); run` shows it once.
 func (v *View) End(r *dsl.Run, err error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -181,15 +190,6 @@ func (v *View) End(r *dsl.Run, err error) {
 	bundle := map[string]any{
 		"text/html":  `<div style="font-family:monospace">` + html.EscapeString(outcome) + "</div>" + v.eventsHTMLLocked(),
 		"text/plain": outcome + v.eventsTextLocked(),
-	}
-	if r != nil && len(r.History.Steps) > 0 {
-		sum := r.Summary().MIMEBundle()
-		if h, ok := sum["text/html"].(string); ok {
-			bundle["text/html"] = bundle["text/html"].(string) + h
-		}
-		if t, ok := sum["text/plain"].(string); ok {
-			bundle["text/plain"] = bundle["text/plain"].(string) + "\n" + t
-		}
 	}
 	v.emitLocked(v.bar, bundle, nil)
 	if r != nil && hasChartable(&r.History) {
@@ -256,8 +256,11 @@ func (v *View) flushLocked(force bool) {
 			wait = d
 		}
 	}
-	if wait > 0 && v.timer == nil {
-		v.timer = time.AfterFunc(wait, v.tick)
+	if wait == 0 {
+		wait = v.lastBar.Add(v.opts.TickEvery).Sub(now) // the elapsed time's next tick
+	}
+	if v.timer == nil {
+		v.timer = time.AfterFunc(max(wait, time.Millisecond), v.tick)
 	}
 }
 
@@ -265,6 +268,9 @@ func (v *View) tick() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.timer = nil
+	if !v.opts.Now().Before(v.lastBar.Add(v.opts.TickEvery)) {
+		v.barDirty = true
+	}
 	v.flushLocked(false)
 }
 

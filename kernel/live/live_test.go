@@ -68,7 +68,7 @@ func TestViewThrottlesAndEnds(t *testing.T) {
 	rec := &recorder{}
 	// Long intervals: the timer (real time) never fires during the test, so
 	// every publication is one the calls below caused.
-	v := New(rec.publish, Options{ProgressEvery: time.Minute, ChartEvery: 10 * time.Minute, Now: clk.now})
+	v := New(rec.publish, Options{ProgressEvery: time.Minute, ChartEvery: 10 * time.Minute, TickEvery: time.Hour, Now: clk.now})
 	bar, chart := v.IDs()
 	if bar == chart || bar == "" {
 		t.Fatalf("ids %q %q", bar, chart)
@@ -144,8 +144,10 @@ func TestViewThrottlesAndEnds(t *testing.T) {
 		t.Fatalf("end: %s", summarize(out))
 	}
 	end := bundleText(out[0])
-	if !strings.Contains(end, "interrupted at step 3 of 4") || !strings.Contains(end, metrics.RewardMean) {
-		t.Errorf("end bar %q: want the interruption and the summary table", end)
+	// The summary is the run's own display: in the bar too, a cell ending
+	// with the run showed it twice.
+	if !strings.Contains(end, "interrupted at step 3 of 4") || strings.Contains(end, metrics.RewardMean) {
+		t.Errorf("end bar %q: want the interruption and no summary table", end)
 	}
 	if png, ok := out[1].Bundle["image/png"].(string); !ok || !strings.HasPrefix(png, "iVBORw0KGgo") {
 		t.Error("final chart is not a base64 PNG")
@@ -188,6 +190,37 @@ func TestViewFlushesLatestState(t *testing.T) {
 	out = rec.take()
 	if len(out) != 1 || !strings.Contains(bundleText(out[0]), "stopped at step 2 of 3: NaN loss") {
 		t.Fatalf("end with error: %s %v", summarize(out), out)
+	}
+}
+
+// A phase that reports nothing for long (the warm start) does not freeze
+// the bar: its elapsed time is redrawn every TickEvery, until End.
+func TestViewTicksWhileQuiet(t *testing.T) {
+	rec := &recorder{}
+	v := New(rec.publish, Options{ProgressEvery: 5 * time.Millisecond, TickEvery: 40 * time.Millisecond})
+	v.Begin("run", 150)
+	v.Phase(0, "warm_start")
+	time.Sleep(10 * time.Millisecond)
+	rec.take()
+	// Redrawn until the elapsed time shows a change (0.1 s resolution).
+	var ticks []display.Data
+	changed := func() bool { return len(ticks) > 1 && bundleText(ticks[0]) != bundleText(ticks[len(ticks)-1]) }
+	for deadline := time.Now().Add(5 * time.Second); !changed() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		ticks = append(ticks, rec.take()...)
+	}
+	if len(ticks) < 2 {
+		t.Fatalf("the bar was not redrawn while the warm start ran: %s", summarize(ticks))
+	}
+	a, b := bundleText(ticks[0]), bundleText(ticks[len(ticks)-1])
+	if !ticks[0].Update || !strings.Contains(a, "step 0/150 · warm start · elapsed") || a == b {
+		t.Errorf("ticks %q .. %q: want the warm start with a running elapsed time", a, b)
+	}
+	v.End(nil, context.Canceled)
+	rec.take()
+	time.Sleep(100 * time.Millisecond)
+	if out := rec.take(); len(out) != 0 {
+		t.Errorf("ticked after End: %s", summarize(out))
 	}
 }
 

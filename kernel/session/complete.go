@@ -63,6 +63,7 @@ func (s *Session) Complete(code string, cursor int) (matches []string, start, en
 		cands = s.members(code[qs : start-1])
 	} else {
 		cands = s.names(code[:start] + code[cursor:]) // not the word being typed
+		cands = append(s.literalFields(code, start), cands...)
 	}
 	seen := map[string]bool{}
 	for _, c := range cands {
@@ -174,10 +175,18 @@ func (s *Session) Inspect(code string, cursor int) (string, bool) {
 	start := identBefore(code, cursor)
 	name := code[start:end]
 	if name == "" {
+		// Inside a call's parentheses (Shift-Tab after `ragen.Bandit(`):
+		// the function called.
+		if open := openParen(code, cursor); open > 0 && identBefore(code, open) < open {
+			return s.Inspect(code, open)
+		}
 		return "", false
 	}
 	if start > 0 && code[start-1] == '.' {
 		qual := code[identBefore(code, start-1) : start-1]
+		if v, ok := s.globals()[qual]; ok && v.IsValid() {
+			return member(qual, name, v)
+		}
 		for _, p := range s.packages(qual) {
 			s.mu.Lock()
 			v, ok := s.exports[p][name]
@@ -211,6 +220,132 @@ func (s *Session) Inspect(code string, cursor int) (string, bool) {
 	return "", false
 }
 
+// literalFields lists the fields of the struct type whose composite literal
+// the key at start is in (`ragen.Experiment{Ste`), for a compiled package's
+// type; nil elsewhere.
+func (s *Session) literalFields(code string, start int) []string {
+	i := strings.TrimRightFunc(code[:start], unicode.IsSpace)
+	if !strings.HasSuffix(i, "{") && !strings.HasSuffix(i, ",") {
+		return nil // not where a key goes
+	}
+	open := -1
+	depth := 0
+	for j := start - 1; j >= 0 && open < 0; j-- {
+		switch code[j] {
+		case ')', ']', '}':
+			depth++
+		case '(', '[':
+			if depth == 0 {
+				return nil
+			}
+			depth--
+		case '{':
+			if depth == 0 {
+				open = j
+			}
+			depth--
+		}
+	}
+	if open <= 0 {
+		return nil
+	}
+	ns := identBefore(code, open)
+	if ns == open || ns == 0 || code[ns-1] != '.' {
+		return nil
+	}
+	qual := code[identBefore(code, ns-1) : ns-1]
+	for _, p := range s.packages(qual) {
+		s.mu.Lock()
+		v, ok := s.exports[p][code[ns:open]]
+		s.mu.Unlock()
+		if !ok || v.Kind() != reflect.Pointer || !v.IsNil() || v.Type().Elem().Kind() != reflect.Struct {
+			continue
+		}
+		var out []string
+		t := v.Type().Elem()
+		for k := 0; k < t.NumField(); k++ {
+			if f := t.Field(k); f.IsExported() {
+				out = append(out, f.Name)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// openParen is the offset of the innermost '(' left open before cursor,
+// -1 if none (brackets in strings and comments are not told apart).
+func openParen(code string, cursor int) int {
+	depth := 0
+	for i := cursor - 1; i >= 0; i-- {
+		switch code[i] {
+		case ')', ']', '}':
+			depth++
+		case '[', '{':
+			if depth == 0 {
+				return -1
+			}
+			depth--
+		case '(':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		}
+	}
+	return -1
+}
+
+// member describes the field or method name of a global's value v.
+func member(qual, name string, v reflect.Value) (string, bool) {
+	if m := v.MethodByName(name); m.IsValid() {
+		return fmt.Sprintf("func (%s) %s%s", v.Type(), name, signature(m.Type(), 0)), true
+	}
+	if v.CanAddr() {
+		if m := v.Addr().MethodByName(name); m.IsValid() {
+			return fmt.Sprintf("func (*%s) %s%s", v.Type(), name, signature(m.Type(), 0)), true
+		}
+	}
+	for v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() == reflect.Struct {
+		if f, ok := v.Type().FieldByName(name); ok && f.IsExported() {
+			val := fmt.Sprintf("%v", v.FieldByIndex(f.Index))
+			if len(val) > 200 {
+				val = val[:200] + "..."
+			}
+			return fmt.Sprintf("field %s.%s %s = %s", qual, name, f.Type, val), true
+		}
+	}
+	return "", false
+}
+
+// signature is a func type's parameters and results, its first skip
+// parameters (a method expression's receiver) left out: "(int) string".
+func signature(t reflect.Type, skip int) string {
+	var in, out []string
+	for i := skip; i < t.NumIn(); i++ {
+		p := t.In(i).String()
+		if t.IsVariadic() && i == t.NumIn()-1 {
+			p = "..." + t.In(i).Elem().String()
+		}
+		in = append(in, p)
+	}
+	for i := 0; i < t.NumOut(); i++ {
+		out = append(out, t.Out(i).String())
+	}
+	sig := "(" + strings.Join(in, ", ") + ")"
+	switch len(out) {
+	case 0:
+	case 1:
+		sig += " " + out[0]
+	default:
+		sig += " (" + strings.Join(out, ", ") + ")"
+	}
+	return sig
+}
+
 // describe renders a symbol of a compiled package from its reflect value:
 // types are given as pointers to their zero value, variables addressable.
 func describe(pkg, name string, v reflect.Value) string {
@@ -232,7 +367,8 @@ func describe(pkg, name string, v reflect.Value) string {
 		var methods []string
 		for i := 0; i < pt.NumMethod(); i++ {
 			m := pt.Method(i)
-			methods = append(methods, fmt.Sprintf("func (%s) %s%s", name, m.Name, strings.TrimPrefix(m.Type.String(), "func")))
+			// m.Type has the receiver as its first parameter.
+			methods = append(methods, fmt.Sprintf("func (%s) %s%s", name, m.Name, signature(m.Type, 1)))
 		}
 		if t.Kind() == reflect.Interface {
 			for i := 0; i < t.NumMethod(); i++ {

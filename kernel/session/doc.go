@@ -26,6 +26,10 @@
 //
 // Interrupt cancels the running cell: first its context (cellctx), then,
 // after Options.InterruptGrace or at a second call, the interpreter.
+// yaegi.go stops the interpreter so that the stop can be undone once the
+// stopped code has returned: function values made before it keep working.
+// It also drops what yaegi keeps of every compile and never reads again
+// (its syntax trees), so a cell leaves under 1 KB behind.
 //
 // Cells of one process share fds 1 and 2, so Execute calls of different
 // sessions in one process run one at a time.

@@ -76,15 +76,19 @@ type Cell struct {
 type Session struct {
 	opts Options
 	in   *interp.Interpreter
+	yi   *internals // the interpreter's fields its API lacks (yaegi.go)
 
-	mu       sync.Mutex                          // guards the fields below and the running cell's state
-	cells    []Cell                              // by internal id (index); a cell's positions decode to its id
-	imported map[string]string                   // package name -> path imported by cells
-	pkgNames map[string]string                   // path -> package name, from Use
-	exports  map[string]map[string]reflect.Value // path -> symbols, from Use
-	decls    map[string]*decl                    // top-level func, method and type by key
-	declSeq  int
-	running  *running
+	mu         sync.Mutex                          // guards the fields below and the running cell's state
+	cells      []Cell                              // by internal id (index); a cell's positions decode to its id
+	nextID     int                                 // the next cell's id (ids wrap at maxCellIDs)
+	imported   map[string]string                   // package name -> path imported by cells
+	pkgNames   map[string]string                   // path -> package name, from Use
+	exports    map[string]map[string]reflect.Value // path -> symbols, from Use
+	decls      map[string]*decl                    // top-level func, method and type by key
+	declSeq    int
+	running    *running
+	stop       *stopped // the last run stopped, until the next run (yaegi.go)
+	cellNumber int      // execution count of the running cell
 
 	out       batcher
 	capture   [2]*fdCapture
@@ -133,6 +137,7 @@ func New(opts Options) (*Session, error) {
 		decls:    map[string]*decl{},
 		getters:  map[reflect.Type]string{},
 		cells:    []Cell{{}}, // id 0 is the session's own setup code
+		nextID:   1,
 	}
 	// Restricted mode: os.Exit and log.Fatal panic instead of ending the
 	// kernel, and the environment is a copy. yaegi's tables hold neither
@@ -144,6 +149,11 @@ func New(opts Options) (*Session, error) {
 		Args:   opts.Args,
 		Env:    os.Environ(),
 	})
+	yi, err := newInternals(s.in)
+	if err != nil {
+		return nil, err
+	}
+	s.yi = yi
 	for _, ex := range []interp.Exports{stdlib.Symbols, Symbols, s.resultSymbols()} {
 		if err := s.Use(ex); err != nil {
 			return nil, err
@@ -240,9 +250,15 @@ func (s *Session) Execute(ctx context.Context, cell Cell, out Output) *Result {
 	r := &running{soft: cancelSoft, hard: cancelHard}
 
 	s.mu.Lock()
-	id := len(s.cells)
-	s.cells = append(s.cells, cell)
+	id := s.nextID
+	s.nextID = max(1, (s.nextID+1)%maxCellIDs)
+	if id < len(s.cells) {
+		s.cells[id] = cell
+	} else {
+		s.cells = append(s.cells, cell)
+	}
 	s.running = r
+	s.cellNumber = cell.Number
 	s.frames = nil
 	s.at = [2]int{}
 	s.goPanic = nil
@@ -471,23 +487,12 @@ func (s *Session) compileRun(ctx context.Context, n ast.Node) (reflect.Value, er
 	return s.execute(ctx, prog)
 }
 
-// execute runs a compiled program until it ends or ctx is cancelled. yaegi
-// returns at once on cancellation while the stopped code finishes its
-// current instruction in the background; the short pause lets it, so the
-// next cell does not race with it in practice (it cannot be waited for).
-func (s *Session) execute(ctx context.Context, prog *interp.Program) (reflect.Value, error) {
-	v, err := s.in.ExecuteWithContext(ctx, prog)
-	if ctx.Err() != nil {
-		time.Sleep(20 * time.Millisecond)
-	}
-	return v, err
-}
-
 // compile compiles an AST. yaegi's compiler sometimes panics on code it
 // does not support (e.g. panic(...) used as a value); that is a compile
 // error too.
 func (s *Session) compile(n ast.Node) (prog *interp.Program, err error) {
 	defer func() {
+		s.forgetCompiled()
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%v", r)
 		}
@@ -525,6 +530,7 @@ func (s *Session) runResult(ctx context.Context, id int, code string, u unit) er
 		}
 		prog, err := s.compile(b)
 		if err != nil {
+			s.forgetFile(b) // nothing compiled from it is kept
 			continue
 		}
 		_, err = s.execute(ctx, prog)
@@ -536,6 +542,15 @@ func (s *Session) runResult(ctx context.Context, id int, code string, u unit) er
 	}
 	_, err = s.compileRun(ctx, b)
 	return err
+}
+
+// forgetFile removes the file n was parsed into from the interpreter's
+// FileSet, once nothing compiled from it is kept (a failed compile).
+func (s *Session) forgetFile(n ast.Node) {
+	fset := s.in.FileSet()
+	if f := fset.File(n.Pos()); f != nil {
+		fset.RemoveFile(f)
+	}
 }
 
 // resultSymbols is the helper package the result probes call. Each helper

@@ -491,3 +491,92 @@ func TestInterruptEscalation(t *testing.T) {
 		}
 	}
 }
+
+// TestClosuresSurviveStop: stopping the interpreter used to leave every
+// function literal made before the stop returning zero values (yaegi pins
+// a closure to the run id it was made under; see yaegi.go).
+func TestClosuresSurviveStop(t *testing.T) {
+	s := newSession(t)
+	mustOK(t, exec(t, s, 1, `add := func(a, b int) int { return a + b }
+type P struct{ X int }
+mk := func() P { return P{X: 7} }
+func named() int { return 5 }
+v := 3`))
+	interrupt := func(code string) run {
+		t.Helper()
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			s.Interrupt()
+		}()
+		r := exec(t, s, 2, code)
+		if r.res.Err == nil || r.res.Err.Name != "Interrupted" {
+			t.Fatalf("%q: err = %+v, want Interrupted", code, r.res.Err)
+		}
+		return r
+	}
+	check := func(want map[string]string) {
+		t.Helper()
+		for code, w := range want {
+			r := exec(t, s, 3, code)
+			mustOK(t, r)
+			if r.text() != w {
+				t.Errorf("%s = %q, want %q", code, r.text(), w)
+			}
+		}
+	}
+	interrupt("for {}")
+	check(map[string]string{"add(1, 2)": "3", "mk()": "{7}", "named()": "5", "v": "3"})
+	// A closure made after one stop survives the next.
+	mustOK(t, exec(t, s, 4, "mul := func(a, b int) int { return a * b }"))
+	interrupt("k := 0\nfor { k++ }")
+	check(map[string]string{"add(2, 2)": "4", "mul(2, 3)": "6"})
+
+	// Stopped inside a compiled call that goes on: the id cannot be put
+	// back (the cell would resume), and the next cell says so.
+	interrupt(`import "time"` + "\ntime.Sleep(20 * time.Second)")
+	r := exec(t, s, 5, "named()")
+	mustOK(t, r)
+	if !strings.Contains(r.stderr, "function literals made before it") || r.text() != "5" {
+		t.Errorf("after a stop in a compiled call: %q, stderr %q", r.text(), r.stderr)
+	}
+}
+
+// Inspect inside a call's parentheses shows the function called; on a
+// global's field or method, that member; a compiled type's methods
+// without their receiver as a parameter.
+func TestInspectCallsAndMembers(t *testing.T) {
+	s := newSession(t)
+	mustOK(t, exec(t, s, 1, "import \"strings\"\ntype Point struct{ X, Y int }\norigin := Point{X: 2}\nrep := strings.NewReplacer(\"a\", \"b\")"))
+	for code, want := range map[string]string{
+		"strings.Repeat(":          "func strings.Repeat(string, int) string",
+		`strings.Repeat("a", `:     "func strings.Repeat(string, int) string",
+		`x := strings.Repeat(f(1)`: "func strings.Repeat(string, int) string",
+		"origin.X":                 "field origin.X int = 2",
+		"rep.Replace":              "func (*strings.Replacer) Replace(string) string",
+		"rep.WriteString(":         "func (*strings.Replacer) WriteString(io.Writer, string) (int, error)",
+	} {
+		got, ok := s.Inspect(code, len(code))
+		if !ok || got != want {
+			t.Errorf("Inspect(%q) = %q, %v; want %q", code, got, ok, want)
+		}
+	}
+	got, _ := s.Inspect("strings.Builder", len("strings.Builder"))
+	if !strings.Contains(got, "func (Builder) Len() int\n") {
+		t.Errorf("Inspect(strings.Builder) = %q: want Len() int without the receiver as a parameter", got)
+	}
+}
+
+// The key of a compiled struct type's composite literal completes to its
+// fields.
+func TestCompleteLiteralFields(t *testing.T) {
+	s := newSession(t)
+	code := "c := tls.Config{ServerName: f(\"a\"), InsecureSkip"
+	got, _, _ := s.Complete(code, len(code))
+	if fmt.Sprint(got) != "[InsecureSkipVerify]" {
+		t.Errorf("Complete(%q) = %v, want [InsecureSkipVerify]", code, got)
+	}
+	code = "c := tls.Config{Min"
+	if got, _, _ := s.Complete(code, len(code)); fmt.Sprint(got) != "[MinVersion]" {
+		t.Errorf("Complete(%q) = %v, want [MinVersion]", code, got)
+	}
+}

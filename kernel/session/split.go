@@ -48,8 +48,15 @@ type unit struct {
 const fileName = "cell"
 
 // lineBase is the first line of cell n in the shared file: cell n line l is
-// line n*lineBase+l.
-const lineBase = 1_000_000
+// line n*lineBase+l. A cell of lineBase lines or more would spill into the
+// next cell's lines (only its messages would point at the wrong cell).
+const lineBase = 10_000
+
+// maxCellIDs bounds the internal cell ids: a //line directive takes line
+// numbers up to 1<<30 (at lineBase 1,000,000 the 1074th cell of a session
+// was refused as a syntax error). Ids are reused after that many cells;
+// a message about code from a cell that old may then show a newer cell.
+const maxCellIDs = (1 << 30) / lineBase
 
 // splitUnits cuts code into top-level units. Scanner errors are returned
 // with cell-relative positions.
