@@ -24,6 +24,13 @@ import (
 //	rollout  2 sequences: a 64-token prompt each, 32 sampled tokens
 //	step     forward + backward over the 2 × 96 tokens with a policy-gradient
 //	         surrogate on the 32 response tokens, then an AdamW update
+//	lora     the same step training rank-16 LoRA adapters on every linear
+//	         layer of the frozen model (model.WithLoRA)
+//	lora-long  the LoRA step over 4 × 512 tokens with activation
+//	         recomputation (SetRecompute), RAGEN-sized
+//
+// Peak memory is the process's: run one sub-benchmark after load at a
+// time to compare them (-bench 'Qwen05B/(load|lora)$').
 //
 // reporting seconds, tokens/s and the peak resident memory (maxrss). It
 // needs about 10 GB (parameters, gradients and two AdamW moments of 2 GB
@@ -142,6 +149,48 @@ func BenchmarkQwen05B(b *testing.B) {
 		}
 		reportMemory(b)
 	})
+	loraStep := func(b *testing.B, B, T int, recompute bool) {
+		a, err := m.WithLoRA(model.LoRA{Rank: 16, Alpha: 32, Targets: []string{"all-linear"}}, false, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a.SetRecompute(recompute)
+		opt, err := a.NewAdamW(optim.DefaultConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		tokens, lens := make([]int, B*T), make([]int, B)
+		for i := range tokens {
+			tokens[i] = rng.IntN(c.VocabSize)
+		}
+		dlp := make([]float32, B*T)
+		for s := range B {
+			lens[s] = T
+			for i := T / 2; i < T; i++ {
+				dlp[s*T+i] = float32(rng.NormFloat64()) / float32(B*T/2)
+			}
+		}
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			if _, err := a.Forward(tokens, lens, model.Want{LM: true}); err != nil {
+				b.Fatal(err)
+			}
+			a.ZeroGrad()
+			if err := a.Backward(model.Grad{LogProb: dlp}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := a.Step(opt); err != nil {
+				b.Fatal(err)
+			}
+			sec := time.Since(start).Seconds()
+			b.ReportMetric(sec, "s/step")
+			b.ReportMetric(float64(B*T)/sec, "train_tok/s")
+		}
+		b.ReportMetric(float64(a.NumParams())/1e6, "trainable_M")
+		reportMemory(b)
+	}
+	b.Run("lora", func(b *testing.B) { loraStep(b, B, prompt+gen, false) })
+	b.Run("lora-long", func(b *testing.B) { loraStep(b, 4, 512, true) })
 }
 
 // reportMemory reports the process's peak resident set and the Go heap in
