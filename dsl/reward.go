@@ -153,7 +153,8 @@ func (e *ExprError) ExprPosition() (line, column int) { return e.Line, e.Column 
 
 func compileNumeric(kind, src string, env any) (*vm.Program, error) {
 	if strings.TrimSpace(src) == "" {
-		return nil, &ExprError{Kind: kind, Err: errors.New("empty expression")}
+		// Position 1:1, like every other error, for the kernel's caret.
+		return nil, &ExprError{Kind: kind, Line: 1, Column: 1, Err: errors.New("empty expression")}
 	}
 	prog, err := expr.Compile(src, expr.Env(env), expr.AsFloat64())
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -397,7 +398,7 @@ func (r *Run) Summary() *Table {
 		for _, v := range vs {
 			lo, hi = math.Min(lo, v), math.Max(hi, v)
 		}
-		t.Rows = append(t.Rows, []string{name, num(vs[0]), num(vs[len(vs)-1]), num(lo), num(hi)})
+		t.Rows = append(t.Rows, []string{name, sig3(vs[0]), sig3(vs[len(vs)-1]), sig3(lo), sig3(hi)})
 	}
 	return t
 }
@@ -426,3 +427,20 @@ func (r *Run) String() string { return r.Summary().String() }
 func (r *Run) MIMEBundle() map[string]any { return r.Summary().MIMEBundle() }
 
 func num(v float64) string { return fmt.Sprintf("%.4g", v) }
+
+// sig3 formats a table value with three significant digits, trailing zeros
+// kept, so that a column reads at one precision: 0.200, 0.513, 0.0312, 40.9,
+// 1235 (never an exponent for a large value), 1.25e-05 below 0.001; 0 is
+// "0".
+func sig3(v float64) string {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	// The exponent after rounding to three digits: 0.9996 is 1.00, not 1.000.
+	e := strconv.FormatFloat(v, 'e', 2, 64)
+	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
+	if exp < -3 {
+		return e
+	}
+	return strconv.FormatFloat(v, 'f', max(0, 2-exp), 64)
+}

@@ -118,3 +118,32 @@ func TestTrainInterruptedInWarmStart(t *testing.T) {
 		t.Errorf("nil run shows %q", txt)
 	}
 }
+
+// TestSummaryPrecision: the summary table gives every value three
+// significant digits, not %g's shortest form (0.2 0.5125 0.03125).
+func TestSummaryPrecision(t *testing.T) {
+	r := &Run{Name: "r"}
+	for i, v := range []float64{0.2, 0.5125, 0.03125} {
+		r.History.Steps = append(r.History.Steps, metrics.Step{Step: i + 1, Values: map[string]float64{
+			metrics.RewardMean: v, metrics.ResponseTokens: 40.94 * float64(i+1),
+		}})
+	}
+	want := "r: 3 steps\n" +
+		"metric                first    last     min    max\n" +
+		"rollout/reward_mean   0.200  0.0312  0.0312  0.512\n" +
+		"response/tokens_mean   40.9     123    40.9    123"
+	if got := r.Summary().String(); got != want {
+		t.Errorf("summary:\n%s\nwant\n%s", got, want)
+	}
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{
+		{0, "0"}, {1, "1.00"}, {-0.0125, "-0.0125"}, {0.9996, "1.00"}, {99.96, "100"},
+		{1234.5, "1234"}, {0.001, "0.00100"}, {1.25e-5, "1.25e-05"}, {0.3125, "0.312"},
+	} {
+		if got := sig3(c.v); got != c.want {
+			t.Errorf("sig3(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}

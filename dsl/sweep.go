@@ -228,10 +228,10 @@ func meanStd(xs []float64) string {
 	case 0:
 		return "–"
 	case 1:
-		return num(xs[0])
+		return sig3(xs[0])
 	}
 	g := groupStats(xs)
-	return fmt.Sprintf("%.4g ± %.2g", g.Mean, g.Std)
+	return sig3(g.Mean) + " ± " + sig3(g.Std)
 }
 
 // Chart plots a metric for every variant: one line per run, or the mean

@@ -136,6 +136,7 @@ func (c *CreditChart) Figure() (*Figure, error) {
 		bottom.Add(unlabelled)
 	}
 	bottom.X.Label.Text = "agent token (whole trajectory, in order)"
+	top.Y.Label.Text, bottom.Y.Label.Text = "reward", "advantage"
 	for _, p := range []*plot.Plot{top, bottom} {
 		p.X.Min, p.X.Max = -0.5, float64(n)-0.5
 		p.X.Tick.Marker = tokenTicks{}

@@ -31,6 +31,7 @@ type Dashboard struct {
 // solid, the second dashed) and how to draw them.
 type dashPanel struct {
 	title   string
+	yLabel  string // the unit of the y axis
 	solid   string
 	dashed  string // optional second metric
 	dashTag string // how the title names the dashed one
@@ -42,15 +43,15 @@ type dashPanel struct {
 
 // dashPanels is the dashboard's layout, in reading order.
 var dashPanels = []dashPanel{
-	{title: "reward mean", solid: metrics.RewardMean, stdBand: metrics.InGroupStd},
-	{title: "in-group reward std", solid: metrics.InGroupStd},
-	{title: "success rate", solid: metrics.SuccessRate, dashed: metrics.ValSuccessRate, dashTag: "val", unit: true},
-	{title: "entropy", solid: metrics.Entropy},
-	{title: "gradient norm (log)", solid: metrics.GradNorm, logY: true},
-	{title: "response tokens", solid: metrics.ResponseTokens, dashed: metrics.ThinkTokens, dashTag: "think/turn", zeroY: true},
-	{title: "KL to rollout policy", solid: metrics.ApproxKL, dashed: metrics.RefKL, dashTag: "to ref"},
-	{title: "clip fraction", solid: metrics.ClipFrac, dashed: metrics.ClipFracLower, dashTag: "low side"},
-	{title: "filter keep ratio", solid: metrics.FilterKeepRatio, unit: true},
+	{title: "reward mean", yLabel: "reward", solid: metrics.RewardMean, stdBand: metrics.InGroupStd},
+	{title: "in-group reward std", yLabel: "reward std", solid: metrics.InGroupStd},
+	{title: "success rate", yLabel: "success rate", solid: metrics.SuccessRate, dashed: metrics.ValSuccessRate, dashTag: "val", unit: true},
+	{title: "entropy", yLabel: "entropy", solid: metrics.Entropy},
+	{title: "gradient norm (log)", yLabel: "gradient norm", solid: metrics.GradNorm, logY: true},
+	{title: "response tokens", yLabel: "tokens", solid: metrics.ResponseTokens, dashed: metrics.ThinkTokens, dashTag: "think/turn", zeroY: true},
+	{title: "KL to rollout policy", yLabel: "KL", solid: metrics.ApproxKL, dashed: metrics.RefKL, dashTag: "to ref"},
+	{title: "clip fraction", yLabel: "clipped fraction", solid: metrics.ClipFrac, dashed: metrics.ClipFracLower, dashTag: "low side"},
+	{title: "filter keep ratio", yLabel: "kept fraction", solid: metrics.FilterKeepRatio, unit: true},
 }
 
 // NewDashboard returns an empty dashboard.
@@ -93,7 +94,7 @@ func (d *Dashboard) Figure() (*Figure, error) {
 	var titles []string
 	shown := map[int]bool{}
 	for _, spec := range dashPanels {
-		p := &panel{title: spec.title, logY: spec.logY, unit: spec.unit, zeroY: spec.zeroY, marks: marks}
+		p := &panel{title: spec.title, yLabel: spec.yLabel, logY: spec.logY, unit: spec.unit, zeroY: spec.zeroY, marks: marks}
 		banded, dashedShown := false, false
 		for k, metric := range []string{spec.solid, spec.dashed} {
 			if metric == "" {
@@ -137,6 +138,9 @@ func (d *Dashboard) Figure() (*Figure, error) {
 		}
 		if dashedShown {
 			p.title += " (" + spec.dashTag + " dashed)"
+			if isValidation(spec.dashed) {
+				p.title = spec.title + " (" + spec.dashTag + ": dashed, dots)"
+			}
 		}
 		panels = append(panels, p)
 		titles = append(titles, spec.title)
@@ -150,7 +154,7 @@ func (d *Dashboard) Figure() (*Figure, error) {
 	}
 	f := &Figure{
 		Title:       d.Title,
-		Legend:      append(d.runs.legend(d.Band, shown, nil), key...),
+		Legend:      append(d.runs.legend(d.Title, d.Band, shown, nil), key...),
 		Cols:        cols,
 		PanelWidth:  3.3 * vg.Inch,
 		PanelHeight: 2.3 * vg.Inch,

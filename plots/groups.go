@@ -120,6 +120,9 @@ func (c *GroupRewardChart) Figure() (*Figure, error) {
 		p.Add(st)
 		p.Y.Min, p.Y.Max = ymin-pad, ymax+pad
 		p.X.Tick.Marker = plot.ConstantTicks(nil)
+		if i%cols == 0 {
+			p.Y.Label.Text = "reward"
+		}
 		if i+cols >= len(steps) {
 			p.X.Label.Text = "groups, by mean reward"
 		}

@@ -50,7 +50,7 @@ func (c *LineChart) Figure() (*Figure, error) {
 			return nil, wrap(err)
 		}
 	}
-	p := panel{xLabel: "step", logY: c.LogY}
+	p := panel{xLabel: "step", yLabel: c.Metric, logY: c.LogY}
 	shown := map[int]bool{}
 	for i := range c.runs {
 		ls, skip, err := c.runs.trace(i, c.Metric, c.Smoothing, c.Band, false)
@@ -77,7 +77,7 @@ func (c *LineChart) Figure() (*Figure, error) {
 	}
 	return &Figure{
 		Title:       title,
-		Legend:      c.runs.legend(c.Band, shown, nil),
+		Legend:      c.runs.legend(title, c.Band, shown, nil),
 		Panels:      []*plot.Plot{pl},
 		PanelWidth:  6.5 * vg.Inch,
 		PanelHeight: 3.5 * vg.Inch,

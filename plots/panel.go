@@ -23,8 +23,11 @@ type line struct {
 	// smoothed marks the EMA of a run whose raw data is the faint line:
 	// skipped points are counted on the raw data, not twice.
 	smoothed bool
-	c        curve
-	lo, hi   []float64 // band edges at c.x; nil for no band
+	// points marks each value with a dot: validation, measured every few
+	// steps, whose line between measurements is no data.
+	points bool
+	c      curve
+	lo, hi []float64 // band edges at c.x; nil for no band
 }
 
 // marker is a collapse-monitor event drawn as a dashed vertical line.
@@ -70,6 +73,7 @@ func (s skipped) notes() []string {
 type panel struct {
 	title  string
 	xLabel string // "step" on the bottom row; notes are appended
+	yLabel string // what the y axis measures
 	logY   bool
 	unit   bool // a rate: the y axis always shows 0 and 1
 	zeroY  bool // a count: the y axis starts at 0
@@ -136,6 +140,14 @@ func (p *panel) plot() (*plot.Plot, error) {
 				ln.Dashes = []vg.Length{vg.Points(5), vg.Points(2.5)}
 			}
 			pl.Add(ln)
+			if l.points {
+				dots, err := plotter.NewScatter(xys)
+				if err != nil {
+					return nil, err
+				}
+				dots.GlyphStyle = draw.GlyphStyle{Color: l.color, Radius: vg.Points(2.2), Shape: draw.CircleGlyph{}}
+				pl.Add(dots)
+			}
 		}
 	}
 	if len(p.marks) > 0 {
@@ -163,6 +175,7 @@ func (p *panel) plot() (*plot.Plot, error) {
 		}
 	}
 	pl.X.Label.Text = strings.Join(append(nonEmpty(p.xLabel), p.skip.notes()...), " · ")
+	pl.Y.Label.Text = p.yLabel
 	return pl, nil
 }
 
@@ -197,7 +210,7 @@ func positiveOnly(ls []line) (out []line, dropped int) {
 		return nil, 0
 	}
 	for _, l := range ls {
-		k := line{color: l.color, dashed: l.dashed, faint: l.faint, bandOnly: l.bandOnly, smoothed: l.smoothed}
+		k := line{color: l.color, dashed: l.dashed, faint: l.faint, bandOnly: l.bandOnly, smoothed: l.smoothed, points: l.points}
 		for i, y := range l.c.y {
 			if y <= 0 {
 				if !l.smoothed && !l.bandOnly {

@@ -305,3 +305,37 @@ func TestCreditChartWithoutCritic(t *testing.T) {
 		t.Errorf("summary %q, want it to start with %q", got, want)
 	}
 }
+
+// TestAxesAndLegend: every panel labels its y axis; a single run named
+// like the title gets no legend entry (it would repeat the title).
+func TestAxesAndLegend(t *testing.T) {
+	h := synthRun("bandit", 1, 0)
+	d := plots.NewDashboard()
+	d.Title = "bandit"
+	d.Smoothing = 0.6
+	d.Add(h)
+	f, err := d.Figure()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range f.Panels {
+		if p.Y.Label.Text == "" {
+			t.Errorf("dashboard panel %d (%s) has no y label", i, p.Title.Text)
+		}
+	}
+	for _, e := range f.Legend {
+		if e.Label == d.Title {
+			t.Errorf("legend repeats the title %q: %+v", d.Title, f.Legend)
+		}
+	}
+	d.Title = "another title"
+	if f, err = d.Figure(); err != nil || len(f.Legend) == 0 || f.Legend[0].Label != "bandit" {
+		t.Errorf("a run named unlike the title has no legend entry: %v %+v", err, f.Legend)
+	}
+
+	c := plots.NewLineChart(metrics.Entropy)
+	c.Add(h)
+	if f, err = c.Figure(); err != nil || f.Panels[0].Y.Label.Text != metrics.Entropy {
+		t.Errorf("line chart: %v, y label %q, want %s", err, f.Panels[0].Y.Label.Text, metrics.Entropy)
+	}
+}

@@ -48,6 +48,7 @@ func (r *ReasoningChart) Figure() (*Figure, error) {
 		title:  "think tokens per turn",
 		zeroY:  true,
 		xLabel: "step · change: last 10% of points vs first 10%",
+		yLabel: "tokens",
 	}
 	shown := map[int]bool{}
 	change := map[int]string{}
@@ -79,7 +80,7 @@ func (r *ReasoningChart) Figure() (*Figure, error) {
 	}
 	return &Figure{
 		Title:       title,
-		Legend:      r.runs.legend(r.Band, shown, func(i int) string { return change[i] }),
+		Legend:      r.runs.legend(title, r.Band, shown, func(i int) string { return change[i] }),
 		Panels:      []*plot.Plot{pl},
 		PanelWidth:  6.5 * vg.Inch,
 		PanelHeight: 3.5 * vg.Inch,

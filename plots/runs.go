@@ -64,8 +64,16 @@ func (s runSet) name(i int) string {
 }
 
 // legend lists the entries that appear on some panel; a group says how
-// many seeds it averages and which band surrounds the mean.
-func (s runSet) legend(band Band, shown map[int]bool, suffix func(i int) string) []LegendEntry {
+// many seeds it averages and which band surrounds the mean. A single run
+// named like the figure's title gets no entry: it would repeat the title.
+func (s runSet) legend(title string, band Band, shown map[int]bool, suffix func(i int) string) []LegendEntry {
+	if len(shown) == 1 {
+		for i := range shown {
+			if !s[i].group && s.name(i) == title && suffix == nil {
+				return nil
+			}
+		}
+	}
 	var l []LegendEntry
 	for i, e := range s {
 		if !shown[i] {
@@ -89,9 +97,27 @@ func (s runSet) legend(band Band, shown map[int]bool, suffix func(i int) string)
 
 // trace draws metric for entry i: a run as its (smoothed) curve over its
 // raw data in faint, a group as the mean of its smoothed seeds with the
-// band. It returns no lines when the metric was never recorded.
+// band. A validation metric (val/...) is measured every few steps over many
+// episodes: it is drawn unsmoothed, a dot at each measurement. It returns
+// no lines when the metric was never recorded.
 func (s runSet) trace(i int, metric string, beta float64, band Band, dashed bool) ([]line, skipped, error) {
+	ls, skip, err := s.traceCurves(i, metric, beta, band, dashed)
+	if isValidation(metric) {
+		for k := range ls {
+			ls[k].points = !ls[k].bandOnly
+		}
+	}
+	return ls, skip, err
+}
+
+// isValidation reports a metric measured on held-out seeds every few steps.
+func isValidation(metric string) bool { return strings.HasPrefix(metric, "val/") }
+
+func (s runSet) traceCurves(i int, metric string, beta float64, band Band, dashed bool) ([]line, skipped, error) {
 	e, col := s[i], colorAt(i)
+	if isValidation(metric) {
+		beta = 0
+	}
 	var skip skipped
 	var curves []curve
 	for _, h := range e.runs {

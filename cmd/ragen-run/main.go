@@ -4,7 +4,7 @@
 //
 //	ragen-run [flags] notebook.ipynb... [flags]
 //
-//	ragen-run -p steps=5 notebooks/00-quickstart.ipynb -o out.ipynb
+//	ragen-run -p steps=5 notebooks/00-quickstart.ipynb -o out/quickstart.ipynb
 //	ragen-run --check --rtol 1e-6 --junit results.xml notebooks/*.ipynb
 //	ragen-run --inplace --html report.html analysis.ipynb
 //	ragen-run --ci --check notebooks/*.ipynb
@@ -15,7 +15,7 @@
 // shortened run) are tagged nocheck; the rest must reproduce exactly.
 //
 // Flags may come before or after the notebooks. With one notebook, -o
-// names the output; with several use --inplace or --output-dir. Without
+// names the output (its folder is made if missing, as for --html); with several use --inplace or --output-dir. Without
 // any of them the notebooks are executed (and checked with --check) but
 // not written. Every write is atomic: the notebook goes to a temporary
 // file that is renamed over the target, so an input given to --inplace
@@ -269,7 +269,16 @@ func prepare(c *config, path string) (*job, error) {
 	return j, nil
 }
 
+// write writes the executed notebook and the HTML report, making their
+// folders as needed (the README's out/quickstart.ipynb on a fresh checkout).
 func write(c *config, j *job) error {
+	for _, f := range []string{j.out, c.html} {
+		if f != "" {
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				return fmt.Errorf("cannot write %s: %w", f, err)
+			}
+		}
+	}
 	if j.out != "" {
 		if err := j.nb.WriteFile(j.out); err != nil {
 			return fmt.Errorf("cannot write %s: %w", j.out, err)

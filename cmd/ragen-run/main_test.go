@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -269,5 +270,52 @@ run.Steps()`)
 	}
 	if got := nb.Cells[1].Outputs; len(got) != 1 || got[0].Data["text/plain"] != "1" {
 		t.Errorf("training cell outputs: %+v", got)
+	}
+}
+
+// TestReadmeOutputs: the files the README's commands write (-o, --html) are
+// ignored by git, so that following the README leaves the checkout clean,
+// and their folder need not exist.
+func TestReadmeOutputs(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs []string
+	for _, line := range strings.Split(string(readme), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.Contains(line, "./cmd/ragen-run") {
+			for i := 0; i+1 < len(f); i++ {
+				if f[i] == "-o" || f[i] == "--html" {
+					outs = append(outs, f[i+1])
+				}
+			}
+		}
+	}
+	for _, m := range regexp.MustCompile("`--html ([^`]+)`").FindAllStringSubmatch(string(readme), -1) {
+		outs = append(outs, m[1])
+	}
+	if len(outs) < 2 {
+		t.Fatalf("found %v in the README; want its -o and --html files", outs)
+	}
+	for _, out := range outs {
+		cmd := exec.Command("git", "check-ignore", "-q", "--no-index", out)
+		cmd.Dir = "../.."
+		if err := cmd.Run(); err != nil {
+			t.Errorf("the README writes %s, which git does not ignore (git check-ignore: %v)", out, err)
+		}
+	}
+	dir := t.TempDir()
+	nb := writeNotebook(t, dir, "one.ipynb", `{}`, "x := 1\nx")
+	out, html := filepath.Join(dir, "out", "one.ipynb"), filepath.Join(dir, "report", "one.html")
+	if code, stderr := ragenRun(t, "--quiet", nb, "-o", out, "--html", html); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	for _, f := range []string{out, html} {
+		if _, err := os.Stat(f); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -25,7 +25,8 @@ const playUsage = `usage: ragen play ENV [-seed N] [-opt key=value ...] [-no-thi
 Plays one episode of ENV. Each turn shows the prompt the model reads; type
 the answer as the model would, on one line:
   <think>the goal is below</think><answer>Down || Down</answer>
-or just the actions (Down || Down), which are read as the answer.
+or just the actions (Down || Down, or down down), which are read as the
+answer. Arrow keys do not move.
 :hint shows the expert's answer, :quit ends.
 `
 
@@ -106,7 +107,13 @@ func play(args []string, in io.Reader, out io.Writer) error {
 				fmt.Fprintln(out, "\n(input ended)")
 				return nil
 			}
-			answer = strings.TrimSpace(lines.Text())
+			var dropped bool
+			answer, dropped = stripControls(lines.Text())
+			answer = strings.TrimSpace(answer)
+			if answer == "" && dropped {
+				fmt.Fprintln(out, "(arrow and other control keys are not moves; type the actions as words, e.g. up || left: no turn used)")
+				continue
+			}
 			switch answer {
 			case ":quit", ":q":
 				return nil
@@ -122,7 +129,7 @@ func play(args []string, in io.Reader, out io.Writer) error {
 			}
 			break
 		}
-		response := forgiving(answer, cfg.Think)
+		response := forgiving(actionWords(answer, ep.Desc.Actions), cfg.Think)
 		if response != answer {
 			fmt.Fprintf(out, "(read as %s)\n", response)
 		}
@@ -143,6 +150,63 @@ func play(args []string, in io.Reader, out io.Writer) error {
 	fmt.Fprintf(out, "\n=== episode over: %s; return %s in %d turns ===\n%s\n",
 		verdict, envs.FormatReward(ep.Return()), ep.Turn, strings.TrimRight(ep.Observation, "\n"))
 	return nil
+}
+
+// stripControls removes terminal escape sequences and other control
+// characters from a typed line, and reports whether there were any. A
+// terminal in line mode passes the arrow keys through as ESC [ A (or ESC O A
+// in application mode): read as an answer, they were an unknown action that
+// cost a turn.
+func stripControls(line string) (string, bool) {
+	var b strings.Builder
+	dropped := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == 0x1b: // ESC
+			dropped = true
+			switch {
+			case i+1 < len(line) && line[i+1] == '[': // CSI: parameters, intermediates, a final byte @..~
+				i += 2
+				for i < len(line) && (line[i] < 0x40 || line[i] > 0x7e) {
+					i++
+				}
+			case i+1 < len(line) && line[i+1] == 'O': // SS3: one byte
+				i += 2
+			default: // ESC and one byte (Alt-key), or a lone ESC
+				i++
+			}
+		case c < 0x20 && c != '\t' || c == 0x7f:
+			dropped = true
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), dropped
+}
+
+// actionWords reads a bare line of action names separated by spaces or
+// commas ("up left", "Up, Left") as the answer "up || left", when every
+// word is an action of the environment. Anything else, a line with tags
+// or "||", or text for a language environment (no fixed actions), is
+// left as typed.
+func actionWords(line string, actions []string) string {
+	if len(actions) == 0 || strings.ContainsAny(line, "<|") {
+		return line
+	}
+	if _, ok := envs.MatchAction(strings.TrimSpace(line), actions); ok {
+		return line // an action name with a space or comma in it
+	}
+	words := strings.FieldsFunc(line, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\t' })
+	if len(words) < 2 {
+		return line
+	}
+	for _, w := range words {
+		if _, ok := envs.MatchAction(w, actions); !ok {
+			return line
+		}
+	}
+	return strings.Join(words, " "+envs.ActionSeparator+" ")
 }
 
 // forgiving turns what a person typed into a response: a line without an

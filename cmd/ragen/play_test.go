@@ -148,3 +148,66 @@ func TestForgiving(t *testing.T) {
 		}
 	}
 }
+
+// TestPlayArrowKeys: arrow keys reach a line-mode terminal's input as
+// escape sequences; they are dropped with a word of help and cost no turn,
+// and plain words ("up left", "Up, Left") are moves.
+func TestPlayArrowKeys(t *testing.T) {
+	out, err := runPlay(t, "\x1b[A\n\x1bOD\x1b[1;5C\n\x1b[Bup\nleft, up\n:quit\n", "sokoban", "-seed", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out, "(arrow and other control keys are not moves"); n != 2 {
+		t.Errorf("%d notes on arrow keys, want 2:\n%s", n, out)
+	}
+	mustContain(t, out,
+		"(read as <think></think><answer>up</answer>)\n\n--- turn 1 ---\nparse: actions [up]\nran: [Up]",
+		"(read as <think></think><answer>left || up</answer>)\n\n--- turn 2 ---\nparse: actions [left | up]\nran: [Left | Up]",
+	)
+	if strings.Contains(out, "unknown") || strings.Contains(out, "format penalty") {
+		t.Errorf("a turn was charged for keys:\n%s", out)
+	}
+}
+
+func TestStripControls(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		dropped  bool
+	}{
+		{"Up || Left", "Up || Left", false},
+		{"\x1b[A", "", true},
+		{"\x1b[1;5Dup", "up", true},
+		{"\x1bOA\x1bOB", "", true},
+		{"le\x1bbft", "left", true}, // Alt-b
+		{"up\x7f\x08\x1b", "up", true},
+		{"\x1b[", "", true},
+		{"<answer>Up\tLeft</answer>", "<answer>Up\tLeft</answer>", false},
+	} {
+		if got, dropped := stripControls(c.in); got != c.want || dropped != c.dropped {
+			t.Errorf("stripControls(%q) = %q, %v; want %q, %v", c.in, got, dropped, c.want, c.dropped)
+		}
+	}
+}
+
+func TestActionWords(t *testing.T) {
+	moves := []string{"Up", "Down", "Left", "Right"}
+	for _, c := range []struct {
+		in      string
+		actions []string
+		want    string
+	}{
+		{"up", moves, "up"},
+		{"up left", moves, "up || left"},
+		{"Up, Left,Down", moves, "Up || Left || Down"},
+		{"up; right", moves, "up || right"},
+		{"up || left", moves, "up || left"},
+		{"up and left", moves, "up and left"}, // not every word is a move: left for the parser to refuse
+		{"<answer>up left</answer>", moves, "<answer>up left</answer>"},
+		{"3 + 4", nil, "3 + 4"}, // a language environment takes the text
+		{"red dragon", []string{"Red Dragon", "Blue Phoenix"}, "red dragon"},
+	} {
+		if got := actionWords(c.in, c.actions); got != c.want {
+			t.Errorf("actionWords(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

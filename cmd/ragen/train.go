@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -170,9 +172,37 @@ func runTrain(args []string) error {
 		fmt.Fprintf(os.Stderr, "run directory: %s\n", c.RunDir)
 	}
 	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("interrupted after step %d; resume with -resume from the last checkpoint", tr.StepsDone())
+		return errors.New(interrupted(tr.StepsDone(), c.RunDir))
 	}
 	return err
+}
+
+// interrupted says how a run stopped by Ctrl-C after step steps can go
+// on: from the newest checkpoint in runDir/checkpoints if there is one,
+// else that nothing was saved. (The trainer saves every -checkpoint-every
+// steps and at the end, not on an interrupt: a step cut short may have
+// updated part of the weights.)
+func interrupted(step int, runDir string) string {
+	msg := fmt.Sprintf("interrupted after step %d", step)
+	if runDir == "" {
+		return msg + "; nothing was saved (no -run directory): run again to start over"
+	}
+	dirs, _ := filepath.Glob(filepath.Join(runDir, "checkpoints", "step-[0-9][0-9][0-9][0-9][0-9][0-9]"))
+	last, lastStep := "", -1
+	for _, d := range dirs {
+		n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), "step-"))
+		if st, serr := os.Stat(d); err == nil && serr == nil && st.IsDir() && n > lastStep {
+			last, lastStep = d, n
+		}
+	}
+	if last == "" {
+		return msg + "; no checkpoint was saved (-checkpoint-every N saves one every N steps; by default only the end of the run does): run again to start over"
+	}
+	msg += fmt.Sprintf("; resume with -resume %s", last)
+	if lastStep < step {
+		msg += fmt.Sprintf(" (saved at step %d: the steps after it will be trained again)", lastStep)
+	}
+	return msg
 }
 
 // printer is the terminal observer: one line per step.

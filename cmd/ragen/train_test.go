@@ -155,3 +155,29 @@ func TestTrainEvaluateOnly(t *testing.T) {
 		t.Errorf("-steps 0 -val 0: error %v, want one asking for validation games", err)
 	}
 }
+
+// TestInterruptedMessage: Ctrl-C names the checkpoint to resume from only
+// when one exists.
+func TestInterruptedMessage(t *testing.T) {
+	run := t.TempDir()
+	if got, want := interrupted(3, ""), "interrupted after step 3; nothing was saved (no -run directory): run again to start over"; got != want {
+		t.Errorf("no run directory:\n got %s\nwant %s", got, want)
+	}
+	none := "interrupted after step 3; no checkpoint was saved (-checkpoint-every N saves one every N steps; by default only the end of the run does): run again to start over"
+	if got := interrupted(3, run); got != none {
+		t.Errorf("no checkpoint:\n got %s\nwant %s", got, none)
+	}
+	ckpts := filepath.Join(run, "checkpoints")
+	for _, d := range []string{"step-000001", "step-000002", "step-000003.tmp"} {
+		if err := os.MkdirAll(filepath.Join(ckpts, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "interrupted after step 3; resume with -resume " + filepath.Join(ckpts, "step-000002") + " (saved at step 2: the steps after it will be trained again)"
+	if got := interrupted(3, run); got != want {
+		t.Errorf("checkpoint at step 2:\n got %s\nwant %s", got, want)
+	}
+	if got, want := interrupted(2, run), "interrupted after step 2; resume with -resume "+filepath.Join(ckpts, "step-000002"); got != want {
+		t.Errorf("checkpoint at the last step:\n got %s\nwant %s", got, want)
+	}
+}

@@ -14,8 +14,10 @@
 // reader checks everything the reference implementation checks — header
 // inside the file and at most 100 MB, valid JSON with known dtypes, offsets
 // that match shape × dtype size, tensors that tile the data exactly (no gap,
-// no overlap, nothing missing or extra) — and every error names the file,
-// the tensor and the problem. Writes are F32, tensors in name order as HF
+// no overlap, nothing missing or extra) — and more: a tensor name that
+// appears twice in the header is an error (a JSON map would keep the last),
+// and Load, what a model calls for each parameter, refuses NaN and infinite
+// values. Every error names the file, the tensor and the problem. Writes are F32, tensors in name order as HF
 // does; reads convert F32, F16 and BF16 to float32 (exactly: every F16 and
 // BF16 value is a float32).
 //

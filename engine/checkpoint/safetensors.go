@@ -135,9 +135,9 @@ func parse(path string, r io.ReaderAt, size int64) (*File, error) {
 	if hdr[0] != '{' {
 		return nil, fail("header does not start with '{' (not a safetensors file?)")
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(hdr, &raw); err != nil {
-		return nil, fail("header is not valid JSON: %v", err)
+	raw, err := headerEntries(hdr)
+	if err != nil {
+		return nil, fail("%v", err)
 	}
 	sf := &File{path: path, r: r, dataStart: 8 + int64(n), infos: make(map[string]Info, len(raw))}
 	dataLen := size - sf.dataStart
@@ -184,6 +184,37 @@ func parse(path string, r io.ReaderAt, size int64) (*File, error) {
 		return nil, err
 	}
 	return sf, nil
+}
+
+// headerEntries splits the header's JSON object into its entries. Unlike
+// json.Unmarshal into a map, which keeps the last of two equal keys, a name
+// that appears twice is an error: the file would mean two tensors.
+func headerEntries(hdr []byte) (map[string]json.RawMessage, error) {
+	if !json.Valid(hdr) {
+		var v any
+		return nil, fmt.Errorf("header is not valid JSON: %v", json.Unmarshal(hdr, &v))
+	}
+	d := json.NewDecoder(bytes.NewReader(hdr))
+	if t, _ := d.Token(); t != json.Delim('{') {
+		return nil, fmt.Errorf("header is not a JSON object")
+	}
+	raw := map[string]json.RawMessage{}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return nil, fmt.Errorf("header is not valid JSON: %v", err)
+		}
+		name := t.(string) // json.Valid: an object's keys are strings
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return nil, fmt.Errorf("header is not valid JSON: %v", err)
+		}
+		if _, dup := raw[name]; dup {
+			return nil, fmt.Errorf("tensor %q appears twice in the header (which one is meant is ambiguous)", name)
+		}
+		raw[name] = v
+	}
+	return raw, nil
 }
 
 // byteSize returns shape × dtype size, false if a dimension is negative or
@@ -279,7 +310,9 @@ func (f *File) Get(name string) (Tensor, error) {
 }
 
 // Load reads the named tensor into dst after checking that its shape is
-// the expected one: what a model calls for each of its parameter views.
+// the expected one: what a model calls for each of its parameter views. A
+// NaN or infinite value is an error naming the tensor (Get and ReadInto
+// return values as they are).
 func (f *File) Load(name string, shape []int, dst []float32) error {
 	in, ok := f.infos[name]
 	if !ok {
@@ -288,7 +321,29 @@ func (f *File) Load(name string, shape []int, dst []float32) error {
 	if !slices.Equal(in.Shape, shape) {
 		return fmt.Errorf("checkpoint %s: tensor %q has shape %v, the model expects %v", f.path, name, in.Shape, shape)
 	}
-	return f.ReadInto(name, dst)
+	if err := f.ReadInto(name, dst); err != nil {
+		return err
+	}
+	if i, n := nonFinite(dst); n > 0 {
+		return fmt.Errorf("checkpoint %s: tensor %q has %d NaN or infinite values (the first, element %d, is %v): the run that wrote it diverged or the file is corrupt; load an earlier checkpoint", f.path, name, n, i, dst[i])
+	}
+	return nil
+}
+
+// nonFinite returns the index of the first NaN or ±Inf of x and how many
+// there are (0 when every value is finite). A model loaded with one would
+// produce NaN logits at the first forward pass, far from the cause.
+func nonFinite(x []float32) (first, n int) {
+	first = -1
+	for i, v := range x {
+		if v-v != 0 { // NaN - NaN and Inf - Inf are NaN; finite v - v is 0
+			if n == 0 {
+				first = i
+			}
+			n++
+		}
+	}
+	return first, n
 }
 
 func (f *File) missing(name string) error {

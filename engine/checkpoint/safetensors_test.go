@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -131,6 +132,42 @@ func TestLoadChecksShape(t *testing.T) {
 	}
 }
 
+// TestLoadRejectsNonFinite: a NaN or infinite weight is an error naming the
+// tensor at load, in every dtype; Get still returns the values as they are.
+func TestLoadRejectsNonFinite(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(-1))
+	for _, c := range []struct {
+		name, dtype string
+		data        []byte
+		want        string
+	}{
+		{"F32 NaN", "F32", binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, math.Float32bits(1)), math.Float32bits(nan)),
+			`tensor "w" has 1 NaN or infinite values (the first, element 1, is NaN)`},
+		{"F32 -Inf", "F32", binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, math.Float32bits(inf)), math.Float32bits(inf)),
+			`tensor "w" has 2 NaN or infinite values (the first, element 0, is -Inf)`},
+		{"BF16 +Inf", "BF16", []byte{0x80, 0x3f, 0x80, 0x7f}, `tensor "w" has 1 NaN or infinite values (the first, element 1, is +Inf)`},
+		{"F16 NaN", "F16", []byte{0x01, 0x7c, 0x00, 0x3c}, `tensor "w" has 1 NaN or infinite values (the first, element 0, is NaN)`},
+	} {
+		path := filepath.Join(t.TempDir(), "m.safetensors")
+		hdr := fmt.Sprintf(`{"w":{"dtype":%q,"shape":[2],"data_offsets":[0,%d]}}`, c.dtype, len(c.data))
+		if err := os.WriteFile(path, build(hdr, c.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := OpenSafetensors(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = f.Load("w", []int{2}, make([]float32, 2))
+		if err == nil || !strings.HasPrefix(err.Error(), "checkpoint "+path+": "+c.want) {
+			t.Errorf("%s: Load: %v\nwant: checkpoint %s: %s...", c.name, err, path, c.want)
+		}
+		if _, err := f.Get("w"); err != nil {
+			t.Errorf("%s: Get: %v", c.name, err)
+		}
+		f.Close()
+	}
+}
+
 func TestWriteRejects(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.safetensors")
 	for _, c := range []struct {
@@ -178,6 +215,10 @@ func TestCorrupt(t *testing.T) {
 		{"huge header", append(binary.LittleEndian.AppendUint64(nil, 1<<40), "{}"...), "header length 1099511627776 exceeds the 100000000-byte limit (not a safetensors file?)"},
 		{"not json", build(`{"a":`, nil), "header is not valid JSON: unexpected end of JSON input"},
 		{"not an object", build(`[1,2]`, nil), "header does not start with '{' (not a safetensors file?)"},
+		{"duplicate tensor", build(`{"a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]},"a":{"dtype":"F32","shape":[8],"data_offsets":[32,64]}}`, d128[:64]),
+			`tensor "a" appears twice in the header (which one is meant is ambiguous)`},
+		{"duplicate tensor, escaped", build(`{"a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]},"\u0061":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}}`, d128[:32]),
+			`tensor "a" appears twice in the header (which one is meant is ambiguous)`},
 		{"shape mismatch", build(`{"lm_head.weight":{"dtype":"F32","shape":[4,8],"data_offsets":[0,100]}}`, d128[:100]),
 			`tensor "lm_head.weight": data offsets [0, 100) do not match shape [4 8] × F32 = 128 bytes`},
 		{"out of range", build(`{"a":{"dtype":"F32","shape":[4,8],"data_offsets":[0,128]}}`, d128[:64]),

@@ -44,11 +44,14 @@ type configJSON struct {
 //	rms_norm_eps             1e-6
 //	tie_word_embeddings      false
 //	attention_bias           always true for qwen2; false for llama
+//	                         (true for llama would add o_proj biases:
+//	                         unsupported)
 //
 // Anything the model cannot run is an error naming the field: another
 // model_type, an activation other than silu, a sliding window, MLP
-// biases, a head_dim other than hidden_size/num_attention_heads, or RoPE
-// scaling other than none/"default".
+// biases, Llama attention biases (they include o_proj's), a head_dim
+// other than hidden_size/num_attention_heads, or RoPE scaling other than
+// none/"default".
 func ParseConfig(data []byte) (model.Config, error) {
 	var j configJSON
 	if err := json.Unmarshal(data, &j); err != nil {
@@ -63,8 +66,10 @@ func ParseConfig(data []byte) (model.Config, error) {
 		}
 	case "llama":
 		c.MaxPositions = 2048
-		if j.AttentionBias != nil {
-			c.AttentionBias = *j.AttentionBias
+		if j.AttentionBias != nil && *j.AttentionBias {
+			// In transformers' Llama, attention_bias puts a bias on o_proj
+			// as well as on q/k/v; the model has q/k/v biases only (Qwen2's).
+			return c, fmt.Errorf("config.json: attention_bias: true is not supported for llama: it adds an o_proj bias (self_attn.o_proj.bias), which the model does not have (only Qwen2's q/k/v biases)")
 		}
 	case "":
 		return c, fmt.Errorf("config.json: model_type: missing (want \"qwen2\" or \"llama\")")

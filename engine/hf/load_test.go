@@ -153,6 +153,8 @@ func TestLoadErrors(t *testing.T) {
 		{"llama3 rope scaling", "llama_f16", ConfigFile,
 			set("rope_scaling", map[string]any{"rope_type": "llama3", "factor": 32.0}),
 			`config.json: rope_scaling: type "llama3" is not supported`},
+		{"llama attention_bias", "llama_f16", ConfigFile, set("attention_bias", true),
+			"config.json: attention_bias: true is not supported for llama: it adds an o_proj bias (self_attn.o_proj.bias), which the model does not have (only Qwen2's q/k/v biases)"},
 		{"activation", "llama_f16", ConfigFile, set("hidden_act", "gelu"),
 			`config.json: hidden_act: "gelu" is not supported`},
 		{"sliding window", "qwen2_untied_f32", ConfigFile, set("use_sliding_window", true),
@@ -204,6 +206,30 @@ func TestLoadNoChatTemplate(t *testing.T) {
 	m, _, tmpl, err := Load(dir, Options{NoChatTemplate: true})
 	if err != nil || m == nil || tmpl != nil {
 		t.Errorf("Load with NoChatTemplate: %v, template %+v", err, tmpl)
+	}
+}
+
+// TestLoadNonFinite: a NaN weight in a checkpoint is an error at load that
+// names the tensor, not NaN logits later.
+func TestLoadNonFinite(t *testing.T) {
+	dir := copyDir(t, "qwen2_untied_f32")
+	path := filepath.Join(dir, WeightsFile)
+	ts, meta, err := checkpoint.ReadSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range ts {
+		if tt.Name == "model.layers.1.self_attn.k_proj.bias" {
+			tt.Data[3] = float32(math.NaN())
+		}
+	}
+	if err := checkpoint.WriteSafetensors(path, ts, meta); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err = Load(dir, Options{})
+	want := `tensor "model.layers.1.self_attn.k_proj.bias" has 1 NaN or infinite values (the first, element 3, is NaN)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Load: %v\nwant an error containing %s", err, want)
 	}
 }
 
