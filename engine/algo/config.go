@@ -51,6 +51,38 @@ const (
 	FilterStdRev  = "std_rev"  // −std: keep the LOWEST-variance groups (RAGEN std_rev)
 	FilterMaxMean = "max_mean" // max − mean (the RAGEN docstring's metric; its code uses std)
 	FilterRange   = "range"    // max − min
+
+	// RAGEN v2's metrics (rollout_filter_metric), under its names.
+	FilterRewardVariance  = "reward_variance"  // the std of the returns, as std (RAGEN's default; it is a std, not a variance)
+	FilterReward          = "reward"           // mean return
+	FilterRewardSum       = "reward_sum"       // summed returns
+	FilterEntropy         = "entropy"          // mean over members of the mean token entropy on agent tokens
+	FilterEntropyVariance = "entropy_variance" // unbiased std over members of that entropy
+	FilterLength          = "length"           // mean agent tokens per member
+)
+
+// Filter strategies (Config.FilterStrategy): how the groups are selected
+// by their statistic (see selectGroups for the formulas).
+const (
+	FilterRatioTop = "ratio"     // top int(filter_ratio · candidates), at least 1 (StarPO-S, RAGEN v1; "" too)
+	FilterTopP     = "top_p"     // nucleus over the statistic, linear or softmax (RAGEN v2 default)
+	FilterTopK     = "top_k"     // top max(1, int(filter_value · groups))
+	FilterTopKAbs  = "top_k_abs" // top max(1, int(filter_value))
+	FilterMinP     = "min_p"     // the statistic ≥ filter_value · max
+
+	TopPLinear  = "linear"  // cumulative score reaches filter_value of the total (RAGEN top_p_prob_mode)
+	TopPSoftmax = "softmax" // cumulative softmax probability reaches filter_value
+
+	// DefaultSelectionEps is the ε of linear top-p when
+	// Config.FilterSelectionEps is nil (RAGEN rollout_filter_selection_eps).
+	DefaultSelectionEps = 0.01
+)
+
+// FilterMetrics and FilterStrategies list the values Config.Validate
+// accepts for FilterMetric and FilterStrategy.
+var (
+	FilterMetrics    = []string{FilterStd, FilterStdRev, FilterMaxMean, FilterRange, FilterRewardVariance, FilterReward, FilterRewardSum, FilterEntropy, FilterEntropyVariance, FilterLength}
+	FilterStrategies = []string{"", FilterRatioTop, FilterTopP, FilterTopK, FilterTopKAbs, FilterMinP}
 )
 
 // Reward placements (Config.RewardPlacement, used by PlaceRewards); the
@@ -102,6 +134,31 @@ type Config struct {
 	// FilterAbove, when set, drops the groups scoring at or below it before
 	// ranking (a threshold filter; with FilterRatio 1 it alone decides) (nil).
 	FilterAbove *float64 `json:"filter_above,omitempty"`
+
+	// RAGEN v2's SNR-aware selection (rollout_filter_*). The zero values
+	// keep the StarPO-S filter above, and leave the run's configuration
+	// (and the DSL's run cache key) as it was.
+	FilterStrategy string  `json:"filter_strategy,omitempty"`   // "" or ratio (filter_ratio) | top_p | top_k | top_k_abs | min_p ("" = ratio; RAGEN rollout_filter_strategy, top_p in v2)
+	FilterValue    float64 `json:"filter_value,omitempty"`      // the strategy's value: top_p mass, top_k fraction, min_p fraction in (0, 1]; top_k_abs groups ≥ 1 (0, needed by those strategies; RAGEN rollout_filter_value, 0.9 recommended for top_p)
+	FilterTopPMode string  `json:"filter_top_p_mode,omitempty"` // top_p only: linear | softmax ("" = linear; RAGEN rollout_filter_top_p_prob_mode)
+	// FilterSelectionEps is the ε of linear top-p, ≥ 0 (nil = 0.01; RAGEN rollout_filter_selection_eps).
+	FilterSelectionEps *float64 `json:"filter_selection_eps,omitempty"`
+	FilterSmallest     bool     `json:"filter_smallest,omitempty"`     // select the lowest statistic first (false; RAGEN rollout_filter_type smallest)
+	FilterExcludeZero  bool     `json:"filter_exclude_zero,omitempty"` // drop groups whose statistic is 0 (|s| ≤ 1e-10) before selecting (false; RAGEN include_zero = !this, docs recommend include_zero False)
+}
+
+// selectionEps is FilterSelectionEps or its default.
+func (c *Config) selectionEps() float64 {
+	if c.FilterSelectionEps == nil {
+		return DefaultSelectionEps
+	}
+	return *c.FilterSelectionEps
+}
+
+// FilterNeedsEntropy reports whether the filter's metric reads the
+// trajectories' token entropies (an extra policy pass before filtering).
+func (c *Config) FilterNeedsEntropy() bool {
+	return c.FilterMetric == FilterEntropy || c.FilterMetric == FilterEntropyVariance
 }
 
 // Default returns the StarPO-S configuration (RAGEN v1 base.yaml).
@@ -239,7 +296,37 @@ func (c *Config) Validate() error {
 			return nil
 		},
 		func() error {
-			return oneOf("filter_metric", c.FilterMetric, FilterStd, FilterStdRev, FilterMaxMean, FilterRange)
+			return oneOf("filter_metric", c.FilterMetric, FilterMetrics...)
+		},
+		func() error { return oneOf("filter_strategy", c.FilterStrategy, FilterStrategies...) },
+		func() error {
+			switch c.FilterStrategy {
+			case FilterTopP, FilterTopK, FilterMinP:
+				if !(c.FilterValue > 0 && c.FilterValue <= 1) {
+					return fmt.Errorf("filter_value: must be in (0, 1] for filter_strategy %s (got %v)", c.FilterStrategy, c.FilterValue)
+				}
+			case FilterTopKAbs:
+				if !(c.FilterValue >= 1) || math.IsInf(c.FilterValue, 1) {
+					return fmt.Errorf("filter_value: must be a finite number ≥ 1 for filter_strategy %s (got %v)", c.FilterStrategy, c.FilterValue)
+				}
+			default:
+				if c.FilterValue != 0 {
+					return fmt.Errorf("filter_value: set only with filter_strategy top_p, top_k, top_k_abs or min_p; the ratio strategy reads filter_ratio (got %v)", c.FilterValue)
+				}
+			}
+			return nil
+		},
+		func() error {
+			if c.FilterTopPMode != "" && c.FilterStrategy != FilterTopP {
+				return fmt.Errorf("filter_top_p_mode: set only with filter_strategy top_p (got %q with %q)", c.FilterTopPMode, c.FilterStrategy)
+			}
+			return oneOf("filter_top_p_mode", c.FilterTopPMode, "", TopPLinear, TopPSoftmax)
+		},
+		func() error {
+			if c.FilterSelectionEps != nil {
+				return nonneg("filter_selection_eps", *c.FilterSelectionEps)
+			}
+			return nil
 		},
 	}
 	for _, check := range checks {

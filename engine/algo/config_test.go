@@ -39,7 +39,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{func(c *Config) { c.KLEstimator = "k4" }, `kl_estimator: must be one of ["k1" "k2" "k3" "abs"] (got "k4")`},
 		{func(c *Config) { c.KLCoef = -1 }, "kl_coef: must be a finite number ≥ 0 (got -1)"},
 		{func(c *Config) { c.FilterRatio = 0 }, "filter_ratio: must be in (0, 1] (got 0)"},
-		{func(c *Config) { c.FilterMetric = "var" }, `filter_metric: must be one of ["std" "std_rev" "max_mean" "range"] (got "var")`},
+		{func(c *Config) { c.FilterMetric = "var" }, `filter_metric: must be one of ["std" "std_rev" "max_mean" "range" "reward_variance" "reward" "reward_sum" "entropy" "entropy_variance" "length"] (got "var")`},
 		{func(c *Config) { c.LossScaleLen = -3 }, "loss_scale_len: must be ≥ 0 (got -3)"},
 		{func(c *Config) { c.RewardPlacement = "first" }, `reward_placement: must be one of ["last" "turn"] (got "first")`},
 	}

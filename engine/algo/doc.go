@@ -7,7 +7,8 @@
 //	rollout  → []Trajectory          one token sequence per episode: Mask (agent tokens),
 //	                                 Reward (on agent tokens), Value (critic), TurnEnd, Group
 //	rewards  → PlaceRewards          per-turn rewards onto tokens (reward_placement last | turn)
-//	filter   → FilterGroups          StarPO-S: keep the groups whose returns disagree most
+//	filter   → FilterGroupsBy        StarPO-S: keep the groups whose returns disagree most;
+//	                                 RAGEN v2: top_p | top_k | min_p over reward, entropy or length statistics
 //	           KLRewards             only for kl_placement = reward
 //	advantage→ Advantages            gae | bi_level_gae | grpo | dr_grpo | rloo | reinforce | reinforce_pp[_baseline]
 //	update   → ComputeActorLoss      PPO clip (clip-higher, dual clip) + entropy bonus [+ KL loss],
