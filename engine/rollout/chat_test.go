@@ -3,6 +3,7 @@ package rollout
 import (
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -83,6 +84,20 @@ func TestMultiTokenTags(t *testing.T) {
 		th, an := chat.blockTokens(ids, text)
 		if th != len(tk.Encode(think)) || an != len(tk.Encode(ans)) {
 			t.Errorf("blockTokens(%q) = %d, %d; want %d, %d", text, th, an, len(tk.Encode(think)), len(tk.Encode(ans)))
+		}
+		// The spans, token by token: the think tokens, the tags, the
+		// answer, the closing tag.
+		var want []Span
+		for _, part := range []struct {
+			s    string
+			span Span
+		}{{think, SpanThink}, {sep, SpanFormat}, {ans, SpanAnswer}, {"</answer>", SpanFormat}} {
+			for range tk.Encode(part.s) {
+				want = append(want, part.span)
+			}
+		}
+		if got := chat.tokenSpans(ids, text); !reflect.DeepEqual(got, want) {
+			t.Errorf("tokenSpans(%q) = %v, want %v", text, got, want)
 		}
 		// The tag glued to the answer or after a space, and text after it:
 		// the stop matches first at the token that completes the tag.

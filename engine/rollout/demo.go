@@ -82,7 +82,7 @@ func FromDemo(d envs.Demo, chat *Chat, maxTokens int) (*Trajectory, error) {
 		if len(ids) > maxTokens {
 			return nil, fmt.Errorf("rollout: a demonstration response has %d tokens, more than max_tokens_per_turn %d: raise the limit or shorten the expert's reasoning", len(ids), maxTokens)
 		}
-		t.appendResponse(ids)
+		t.appendResponse(ids, chat.tokenSpans(ids, chat.decode(ids)))
 	}
 	return t, nil
 }

@@ -134,6 +134,26 @@ func checkTrajectories(t *testing.T, trajs []*Trajectory, tok *tokenizer.Tokeniz
 				t.Fatalf("trajectory %d turn %d: %d think and %d answer tokens of %d", i, k, turn.ThinkTokens, turn.AnswerTokens, turn.Tokens)
 			}
 		}
+		// Every sampled token has a span, no context token has one; a
+		// closed response's answer tokens are the turn's AnswerTokens.
+		if len(tr.Span) != len(tr.Tokens) {
+			t.Fatalf("trajectory %d: %d spans for %d tokens", i, len(tr.Span), len(tr.Tokens))
+		}
+		turn, answer := 0, 0
+		for k, on := range tr.Agent {
+			if on == (tr.Span[k] == SpanContext) {
+				t.Fatalf("trajectory %d: token %d (agent %v) has span %v", i, k, on, tr.Span[k])
+			}
+			if tr.Span[k] == SpanAnswer {
+				answer++
+			}
+			if tr.TurnEnd[k] {
+				if tr.Turns[turn].AnswerTokens != answer {
+					t.Fatalf("trajectory %d turn %d: %d answer-span tokens, AnswerTokens %d", i, turn, answer, tr.Turns[turn].AnswerTokens)
+				}
+				turn, answer = turn+1, 0
+			}
+		}
 		// The context before the first response is the template's text.
 		first := 0
 		for !tr.Agent[first] {

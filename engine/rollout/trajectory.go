@@ -21,12 +21,38 @@ type Trajectory struct {
 	Tokens  []int  // the conversation: context and responses
 	Agent   []bool // [len(Tokens)] true on tokens the agent sampled
 	TurnEnd []bool // [len(Tokens)] true on the last sampled token of each turn
+	Span    []Span // [len(Tokens)] the part of its response each sampled token lies in (SpanContext elsewhere)
 	Turns   []Turn
 
 	Success     bool // the environment reports the episode solved
 	ContextFull bool // ended because the context window could not hold another turn
 
 	episode *envs.Episode
+}
+
+// Span is the part of a response a sampled token lies in, by the tags'
+// positions in the response text (see Chat.tokenSpans).
+type Span uint8
+
+const (
+	SpanContext Span = iota // not sampled: prompt, observation, forced prefix
+	SpanThink               // wholly inside <think>…</think>
+	SpanAnswer              // wholly inside <answer>…</answer>
+	SpanFormat              // the rest: the tags themselves, text between or after the blocks
+)
+
+// String is the span's name in loss-mask expressions: context, think,
+// answer, format.
+func (s Span) String() string {
+	switch s {
+	case SpanThink:
+		return "think"
+	case SpanAnswer:
+		return "answer"
+	case SpanFormat:
+		return "format"
+	}
+	return "context"
 }
 
 // Turn is the record of one agent turn.
@@ -43,20 +69,22 @@ func (t *Trajectory) appendContext(ids []int) {
 	t.Tokens = append(t.Tokens, ids...)
 	t.Agent = append(t.Agent, make([]bool, len(ids))...)
 	t.TurnEnd = append(t.TurnEnd, make([]bool, len(ids))...)
+	t.Span = append(t.Span, make([]Span, len(ids))...)
 }
 
 // dropContext removes the last n context tokens (an observation appended
 // for a turn that will not be played).
 func (t *Trajectory) dropContext(n int) {
 	k := len(t.Tokens) - n
-	t.Tokens, t.Agent, t.TurnEnd = t.Tokens[:k], t.Agent[:k], t.TurnEnd[:k]
+	t.Tokens, t.Agent, t.TurnEnd, t.Span = t.Tokens[:k], t.Agent[:k], t.TurnEnd[:k], t.Span[:k]
 }
 
 // appendResponse appends one turn's response tokens: the agent's, the
-// last of them marking the turn's end.
-func (t *Trajectory) appendResponse(ids []int) {
+// last of them marking the turn's end, each in its span.
+func (t *Trajectory) appendResponse(ids []int, spans []Span) {
 	n := len(t.Tokens)
 	t.Tokens = append(t.Tokens, ids...)
+	t.Span = append(t.Span, spans...)
 	for range ids {
 		t.Agent = append(t.Agent, true)
 		t.TurnEnd = append(t.TurnEnd, false)
@@ -67,7 +95,7 @@ func (t *Trajectory) appendResponse(ids []int) {
 }
 
 func (t *Trajectory) addTurn(sampled []int, text string, res envs.TurnResult, c *Chat) {
-	t.appendResponse(sampled)
+	t.appendResponse(sampled, c.tokenSpans(sampled, text))
 	turn := Turn{TurnResult: res, Response: text, Tokens: len(sampled), Closed: c.stop.Match(sampled)}
 	turn.ThinkTokens, turn.AnswerTokens = c.blockTokens(sampled, text)
 	t.Turns = append(t.Turns, turn)
@@ -116,6 +144,44 @@ func (t *Trajectory) Text(tok *tokenizer.Tokenizer) string {
 		return "<undecodable: " + err.Error() + ">"
 	}
 	return s
+}
+
+// tokenSpans places each sampled token in its span by the same rule as
+// blockTokens: a token is in a block when its text lies wholly inside it.
+// When </think> is missing the think block is the whole response, less the
+// answer if there is one.
+func (c *Chat) tokenSpans(sampled []int, text string) []Span {
+	spans := make([]Span, len(sampled))
+	start := make([]int, len(sampled)+1)
+	for i, id := range sampled {
+		start[i+1] = start[i] + len(c.tokenText(id))
+		spans[i] = SpanFormat
+	}
+	mark := func(lo, hi int, s Span) {
+		for i := range sampled {
+			if start[i] >= lo && start[i+1] <= hi {
+				spans[i] = s
+			}
+		}
+	}
+	ansLo := 0
+	if c.think {
+		thinkHi := len(text)
+		if k := strings.Index(text, tokenizer.ThinkEnd); k >= 0 {
+			thinkHi = k
+		}
+		mark(0, thinkHi, SpanThink)
+		ansLo = -1
+		if k := strings.Index(text, tokenizer.AnswerStart); k >= 0 {
+			ansLo = k + len(tokenizer.AnswerStart)
+		}
+	}
+	if ansLo >= 0 {
+		if k := strings.Index(text[ansLo:], tokenizer.AnswerEnd); k >= 0 {
+			mark(ansLo, ansLo+k, SpanAnswer)
+		}
+	}
+	return spans
 }
 
 // blockTokens counts the sampled tokens of the think block and of the
