@@ -31,6 +31,11 @@ type Experiment struct {
 	// Algo holds every algorithm option (StarPOS(), GRPO(), ...);
 	// zero = StarPOS().
 	Algo Algo
+	// LossMask chooses the agent tokens the policy loss covers
+	// (VAGEN-style): "all" ("" too), "answer", "think", or a boolean
+	// expression over the token (MaskToken: turn, turns, span, pos,
+	// tokens), e.g. `span == "answer" || turn == turns`.
+	LossMask string
 
 	// Model is the policy: a size preset, "tiny" | "small" | "base", warm
 	// started on demonstrations ("" = "small"), or a model to start from,
@@ -299,6 +304,12 @@ func (e Experiment) Config() (train.Config, error) {
 	if err := e.Filter.apply(&c.Algo); err != nil {
 		return c, err
 	}
+	if e.Filter.EmptyStop != 0 {
+		c.FilterEmptyStop = e.Filter.EmptyStop
+	}
+	if err := lossMask(&c, e.LossMask); err != nil {
+		return c, &FieldError{"LossMask", err.Error()}
+	}
 	if err := c.Validate(); err != nil {
 		return c, e.fieldOf(err)
 	}
@@ -333,7 +344,7 @@ var trainField = map[string]string{
 	"lora.r":              "LoRA.Rank", "lora.lora_alpha": "LoRA.Alpha", "lora.target_modules": "LoRA.Targets",
 	"temperature": "Temperature", "backend": "Backend", "precision": "Precision", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches", "reuse_rollouts": "ReuseRollouts", "monitor.action": "Monitor",
 	"actor_lr": "ActorLR", "critic_lr": "CriticLR", "lr_warmup_steps": "LRWarmup", "val_episodes": "ValEpisodes",
-	"val_every": "ValEvery", "checkpoint_every": "CheckpointEvery",
+	"val_every": "ValEvery", "checkpoint_every": "CheckpointEvery", "filter_empty_stop": "Filter.EmptyStop", "loss_mask": "LossMask",
 	"warm_start.steps": "WarmStart.Steps", "warm_start.episodes": "WarmStart.Episodes",
 	"warm_start.batch_size": "WarmStart.BatchSize", "warm_start.lr": "WarmStart.LR",
 	"warm_start.imperfect": "WarmStart.Imperfect", "warm_start.learn_context": "WarmStart.LearnContext", "env": "Env",

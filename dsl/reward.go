@@ -152,11 +152,17 @@ func (e *ExprError) Unwrap() error { return e.Err }
 func (e *ExprError) ExprPosition() (line, column int) { return e.Line, e.Column }
 
 func compileNumeric(kind, src string, env any) (*vm.Program, error) {
+	return compileAs(kind, src, env, expr.AsFloat64())
+}
+
+// compileAs compiles an expression over env whose result must be of the
+// type as asks for (expr.AsFloat64, expr.AsBool).
+func compileAs(kind, src string, env any, as expr.Option) (*vm.Program, error) {
 	if strings.TrimSpace(src) == "" {
 		// Position 1:1, like every other error, for the kernel's caret.
 		return nil, &ExprError{Kind: kind, Line: 1, Column: 1, Err: errors.New("empty expression")}
 	}
-	prog, err := expr.Compile(src, expr.Env(env), expr.AsFloat64())
+	prog, err := expr.Compile(src, expr.Env(env), as)
 	if err != nil {
 		e := &ExprError{Kind: kind, Err: err}
 		var fe *file.Error
@@ -178,7 +184,7 @@ func compileNumeric(kind, src string, env any) (*vm.Program, error) {
 }
 
 var recordNames = strings.NewReplacer(
-	"dsl.Trajectory", "trajectory", "dsl.Turn", "turn", "dsl.GroupScore", "group", "dsl.Group", "group")
+	"dsl.Trajectory", "trajectory", "dsl.Turn", "turn", "dsl.GroupScore", "group", "dsl.Group", "group", "dsl.MaskToken", "token")
 
 // runNumeric runs a program and insists on a finite number: expr-lang
 // divides integers as floats, so x/0 gives ±Inf or NaN rather than an

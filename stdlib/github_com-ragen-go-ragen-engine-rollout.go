@@ -10,17 +10,22 @@ import (
 func init() {
 	Symbols["github.com/ragen-go/ragen/engine/rollout/rollout"] = map[string]reflect.Value{
 		// function, constant and variable definitions
-		"ChatML":    reflect.ValueOf(rollout.ChatML),
-		"DemoText":  reflect.ValueOf(rollout.DemoText),
-		"FirstText": reflect.ValueOf(rollout.FirstText),
-		"FromDemo":  reflect.ValueOf(rollout.FromDemo),
-		"NewChat":   reflect.ValueOf(rollout.NewChat),
-		"NextText":  reflect.ValueOf(rollout.NextText),
-		"Play":      reflect.ValueOf(rollout.Play),
+		"ChatML":      reflect.ValueOf(rollout.ChatML),
+		"DemoText":    reflect.ValueOf(rollout.DemoText),
+		"FirstText":   reflect.ValueOf(rollout.FirstText),
+		"FromDemo":    reflect.ValueOf(rollout.FromDemo),
+		"NewChat":     reflect.ValueOf(rollout.NewChat),
+		"NextText":    reflect.ValueOf(rollout.NextText),
+		"Play":        reflect.ValueOf(rollout.Play),
+		"SpanAnswer":  reflect.ValueOf(rollout.SpanAnswer),
+		"SpanContext": reflect.ValueOf(rollout.SpanContext),
+		"SpanFormat":  reflect.ValueOf(rollout.SpanFormat),
+		"SpanThink":   reflect.ValueOf(rollout.SpanThink),
 
 		// type definitions
 		"Chat":       reflect.ValueOf((*rollout.Chat)(nil)),
 		"Config":     reflect.ValueOf((*rollout.Config)(nil)),
+		"Span":       reflect.ValueOf((*rollout.Span)(nil)),
 		"Task":       reflect.ValueOf((*rollout.Task)(nil)),
 		"Trajectory": reflect.ValueOf((*rollout.Trajectory)(nil)),
 		"Turn":       reflect.ValueOf((*rollout.Turn)(nil)),

@@ -16,6 +16,10 @@ func init() {
 		"Default":          reflect.ValueOf(train.Default),
 		"DefaultMonitor":   reflect.ValueOf(train.DefaultMonitor),
 		"ErrCollapse":      reflect.ValueOf(&train.ErrCollapse).Elem(),
+		"LossMasks":        reflect.ValueOf(&train.LossMasks).Elem(),
+		"MaskAll":          reflect.ValueOf(constant.MakeFromLiteral("\"all\"", token.STRING, 0)),
+		"MaskAnswer":       reflect.ValueOf(constant.MakeFromLiteral("\"answer\"", token.STRING, 0)),
+		"MaskThink":        reflect.ValueOf(constant.MakeFromLiteral("\"think\"", token.STRING, 0)),
 		"MonitorRewind":    reflect.ValueOf(constant.MakeFromLiteral("\"rewind\"", token.STRING, 0)),
 		"MonitorStop":      reflect.ValueOf(constant.MakeFromLiteral("\"stop\"", token.STRING, 0)),
 		"MonitorWarn":      reflect.ValueOf(constant.MakeFromLiteral("\"warn\"", token.STRING, 0)),
@@ -27,6 +31,7 @@ func init() {
 
 		// type definitions
 		"Config":        reflect.ValueOf((*train.Config)(nil)),
+		"MaskToken":     reflect.ValueOf((*train.MaskToken)(nil)),
 		"Monitor":       reflect.ValueOf((*train.Monitor)(nil)),
 		"MonitorConfig": reflect.ValueOf((*train.MonitorConfig)(nil)),
 		"Observer":      reflect.ValueOf((*train.Observer)(nil)),

@@ -39,6 +39,15 @@ func runTrain(args []string) error {
 	preset := fs.String("preset", "starpo-s", "algorithm preset: starpo-s | starpo")
 	estimator := fs.String("estimator", "", "advantage estimator (default: the preset's): "+strings.Join(algo.Estimators, " | "))
 	filter := fs.Float64("filter", -1, "keep this fraction of groups by in-group reward std (default: the preset's)")
+	filterMetric := fs.String("filter-metric", "", "group statistic the filter selects by (default: the preset's): "+strings.Join(algo.FilterMetrics, " | "))
+	filterStrategy := fs.String("filter-strategy", "", "group selection (default: -filter's ratio): "+strings.Join(algo.FilterStrategies[2:], " | ")+" (RAGEN v2)")
+	filterValue := fs.Float64("filter-value", 0, "the -filter-strategy's value: top_p mass, top_k or min_p fraction in (0, 1]; top_k_abs groups (RAGEN recommends top_p 0.9)")
+	filterTopPMode := fs.String("filter-top-p-mode", "", "top_p: linear (cumulative score) | softmax (cumulative softmax probability) (default: linear)")
+	filterEps := fs.Float64("filter-eps", algo.DefaultSelectionEps, "ε of linear top-p: keep groups until their summed score reaches value·total − ε")
+	filterSmallest := fs.Bool("filter-smallest", false, "select the groups with the lowest statistic first")
+	filterIncludeZero := fs.Bool("filter-include-zero", true, "groups whose statistic is 0 may be kept (RAGEN include_zero; its docs recommend false with top_p)")
+	fs.StringVar(&c.LossMask, "loss-mask", "", "agent tokens the policy loss covers: "+strings.Join(train.LossMasks, " | ")+" (default: all; the critic and advantages keep every agent token)")
+	fs.IntVar(&c.FilterEmptyStop, "filter-empty-stop", 0, "end the run after N consecutive steps whose filter kept no group (0: never; RAGEN 5)")
 	lossAgg := fs.String("loss-agg", "", "loss aggregation (default: the preset's): "+strings.Join(algo.LossAggs, " | "))
 	fs.StringVar(&c.Env, "env", c.Env, "environment: "+strings.Join(envs.Names(), " | "))
 	fs.Var(&opts, "opt", "environment option key=value (repeatable), e.g. -opt dim=6 -opt boxes=1")
@@ -112,6 +121,16 @@ func runTrain(args []string) error {
 	if *filter >= 0 {
 		c.Algo.FilterRatio = *filter
 	}
+	if *filterMetric != "" {
+		c.Algo.FilterMetric = *filterMetric
+	}
+	c.Algo.FilterStrategy, c.Algo.FilterValue, c.Algo.FilterTopPMode = *filterStrategy, *filterValue, *filterTopPMode
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "filter-eps" {
+			c.Algo.FilterSelectionEps = filterEps
+		}
+	})
+	c.Algo.FilterSmallest, c.Algo.FilterExcludeZero = *filterSmallest, !*filterIncludeZero
 	if *lossAgg != "" {
 		c.Algo.LossAgg = *lossAgg
 	}

@@ -181,3 +181,63 @@ func TestInterruptedMessage(t *testing.T) {
 		t.Errorf("checkpoint at the last step:\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestTrainFilterAndMaskFlags: RAGEN v2's filter flags and -loss-mask reach
+// the run's config; without them config.json has none of their keys.
+func TestTrainFilterAndMaskFlags(t *testing.T) {
+	t.Setenv("RAGEN_CACHE", t.TempDir())
+	args := []string{"-env", "bandit", "-model", "tiny", "-steps", "1", "-groups", "2", "-group-size", "2",
+		"-val", "0", "-sft-steps", "2", "-sft-episodes", "8", "-quiet"}
+	read := func(dir string) map[string]any {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg map[string]any
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	dir := filepath.Join(t.TempDir(), "v2")
+	if err := runTrain(slices.Concat(args, []string{"-run", dir, "-filter-metric", "reward", "-filter-strategy", "top_p",
+		"-filter-value", "0.9", "-filter-top-p-mode", "softmax", "-filter-eps", "0.02", "-filter-smallest",
+		"-filter-include-zero=false", "-filter-empty-stop", "3", "-loss-mask", "answer"})); err != nil {
+		t.Fatal(err)
+	}
+	cfg := read(dir)
+	algo := cfg["algo"].(map[string]any)
+	want := map[string]any{"filter_metric": "reward", "filter_strategy": "top_p", "filter_value": 0.9, "filter_top_p_mode": "softmax",
+		"filter_selection_eps": 0.02, "filter_smallest": true, "filter_exclude_zero": true}
+	for k, v := range want {
+		if algo[k] != v {
+			t.Errorf("algo.%s = %v, want %v", k, algo[k], v)
+		}
+	}
+	if cfg["filter_empty_stop"] != 3.0 || cfg["loss_mask"] != "answer" {
+		t.Errorf("filter_empty_stop %v, loss_mask %v", cfg["filter_empty_stop"], cfg["loss_mask"])
+	}
+
+	dir = filepath.Join(t.TempDir(), "default")
+	if err := runTrain(slices.Concat(args, []string{"-run", dir})); err != nil {
+		t.Fatal(err)
+	}
+	cfg = read(dir)
+	algo = cfg["algo"].(map[string]any)
+	for _, k := range []string{"filter_strategy", "filter_value", "filter_top_p_mode", "filter_selection_eps", "filter_smallest", "filter_exclude_zero"} {
+		if v, ok := algo[k]; ok {
+			t.Errorf("default run: algo.%s = %v, want no such key", k, v)
+		}
+	}
+	for _, k := range []string{"filter_empty_stop", "loss_mask"} {
+		if v, ok := cfg[k]; ok {
+			t.Errorf("default run: %s = %v, want no such key", k, v)
+		}
+	}
+
+	err := runTrain(slices.Concat(args, []string{"-loss-mask", "reasoning"}))
+	if err == nil || !strings.Contains(err.Error(), `loss_mask: must be one of all, answer, think (got "reasoning")`) {
+		t.Errorf("-loss-mask reasoning: error %v", err)
+	}
+}

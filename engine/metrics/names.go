@@ -12,6 +12,15 @@ const (
 	FilterKeepRatio  = "rollout/filter_kept_ratio"          // fraction of groups kept by the filter
 	ChosenInGroupStd = "rollout/chosen_in_group_reward_std" // in-group std over kept groups
 	ZeroStdGroups    = "rollout/zero_std_groups"            // fraction of groups whose rewards are all equal
+	// The statistic RAGEN v2's filter selects by (algo.Config.FilterMetric),
+	// reported when a v2 strategy, metric or include_zero is set.
+	FilterScoreMean       = "rollout/filter_score_mean"        // mean over groups of the statistic
+	ChosenFilterScoreMean = "rollout/chosen_filter_score_mean" // mean over kept groups
+	FilterZeroCount       = "rollout/filter_zero_count"        // groups whose statistic is 0 (|s| ≤ 1e-10)
+	// On a step whose filter kept nothing (no update): 1, and how many
+	// such steps ran in a row (train.Config.FilterEmptyStop).
+	EmptyAfterFilter    = "rollout/empty_after_filter"
+	EmptyAfterFilterRun = "rollout/consecutive_empty_after_filter_steps"
 
 	// env: behaviour of the agent in the environment
 	SuccessRate       = "env/success_rate"        // training rollouts
@@ -47,6 +56,9 @@ const (
 	ApproxKL      = "actor/ppo_kl"            // to the old (rollout) policy
 	RefKL         = "actor/kl_loss"           // to the frozen reference policy
 	LearningRate  = "actor/lr"
+	// LossMaskFrac is the fraction of agent tokens the policy loss covers
+	// under a selective loss mask (train.Config.LossMask; absent with all).
+	LossMaskFrac = "actor/loss_mask_frac"
 
 	// critic
 	ValueLoss      = "critic/vf_loss"

@@ -14,7 +14,7 @@ import (
 // the token being predicted (see model.Output).
 type batch struct {
 	trajs   []*rollout.Trajectory
-	mask    [][]bool
+	mask    [][]bool    // agent tokens
 	oldLogp [][]float64 // rollout policy, computed by a forward pass after the rollout
 	entropy [][]float64 // rollout policy's token entropy (for the metric)
 	refLogp [][]float64 // frozen reference policy (KL only)
@@ -25,6 +25,9 @@ type batch struct {
 	// trajectory rewards placed on agent tokens, KL penalty included).
 	tokReward [][]float64
 	rewards   []float64 // trajectory rewards (user reward applied)
+	// actorMask is the tokens the policy loss covers (Config.LossMask):
+	// mask itself by default.
+	actorMask [][]bool
 }
 
 // pack concatenates the token sequences of trajs for one Forward.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/ragen-go/ragen/engine/algo"
 	"github.com/ragen-go/ragen/engine/backend"
@@ -73,6 +75,20 @@ type Config struct {
 
 	// Algo holds advantages, losses, KL and the group filter (StarPO-S).
 	Algo algo.Config `json:"algo"`
+	// FilterEmptyStop ends the run early, as finished, after this many
+	// consecutive steps whose filter kept no group (each is skipped: no
+	// update); 0 never stops (0; RAGEN rollout_filter_empty_stop_steps 5).
+	FilterEmptyStop int `json:"filter_empty_stop,omitempty"`
+	// LossMask chooses which agent tokens the policy loss (and its
+	// entropy and KL terms) covers, VAGEN-style: all | answer | think
+	// ("" = all, as RAGEN). The critic, the advantages and the metrics
+	// keep every agent token. With LossMaskFunc it is that rule's text,
+	// a label for config.json.
+	LossMask string `json:"loss_mask,omitempty"`
+	// LossMaskFunc, when set, decides per sampled token whether the
+	// policy loss covers it (the DSL's loss-mask expressions); an error
+	// stops the run, naming the token.
+	LossMaskFunc func(MaskToken) (bool, error) `json:"-"`
 
 	// Steps is the number of training steps (rollout + update) (40); 0
 	// only evaluates the starting policy on the validation games.
@@ -289,6 +305,7 @@ func (c *Config) Validate() error {
 		{"steps", c.Steps}, {"val_episodes", c.ValEpisodes}, {"val_every", c.ValEvery},
 		{"checkpoint_every", c.CheckpointEvery}, {"warm_start.steps", c.WarmStart.Steps},
 		{"top_k", c.TopK}, {"micro_batch_tokens", c.MicroBatchTokens},
+		{"filter_empty_stop", c.FilterEmptyStop},
 	}
 	for _, f := range nonneg {
 		if f.v < 0 {
@@ -301,8 +318,14 @@ func (c *Config) Validate() error {
 	if c.VocabSize < 300 {
 		return fmt.Errorf("vocab_size: must be ≥ 300 to hold the 256 bytes, the special tokens and some merges (got %d)", c.VocabSize)
 	}
-	if c.Algo.FilterRatio < 1 && c.EnvGroups < 2 {
+	if c.Algo.FilterRatio < 1 && c.EnvGroups < 2 && (c.Algo.FilterStrategy == "" || c.Algo.FilterStrategy == algo.FilterRatioTop) {
 		return fmt.Errorf("env_groups: filtering (algo.filter_ratio %g) needs at least 2 groups (got %d)", c.Algo.FilterRatio, c.EnvGroups)
+	}
+	if c.LossMaskFunc == nil && c.LossMask != "" && !slices.Contains(LossMasks, c.LossMask) {
+		return fmt.Errorf("loss_mask: must be one of %s (got %q)", strings.Join(LossMasks, ", "), c.LossMask)
+	}
+	if s := c.Algo.FilterStrategy; s != "" && s != algo.FilterRatioTop && c.EnvGroups < 2 && !(s == algo.FilterTopP && c.Algo.FilterValue >= 1) {
+		return fmt.Errorf("env_groups: filtering (algo.filter_strategy %s) needs at least 2 groups (got %d)", s, c.EnvGroups)
 	}
 	if groupEstimator(c.Algo.AdvEstimator) && c.GroupSize < 2 {
 		return fmt.Errorf("group_size: the %s estimator normalises within groups and needs group_size ≥ 2 (got %d)", c.Algo.AdvEstimator, c.GroupSize)

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/ragen-go/ragen/engine/algo"
 	"github.com/ragen-go/ragen/engine/metrics"
@@ -71,8 +72,16 @@ func rolloutMetrics(m map[string]float64, trajs []*rollout.Trajectory, rewards [
 	}
 }
 
-// filterMetrics records the group statistics the filter computed.
-func filterMetrics(m map[string]float64, s algo.FilterStats) {
+// filterMetrics records the group statistics the filter computed; those
+// of the statistic it selected by only with RAGEN v2's settings, so a
+// StarPO-S run reports what it always did.
+func filterMetrics(m map[string]float64, c *algo.Config, s algo.FilterStats) {
+	if c.FilterStrategy != "" || c.FilterExcludeZero || c.FilterSmallest ||
+		!slices.Contains([]string{algo.FilterStd, algo.FilterStdRev, algo.FilterMaxMean, algo.FilterRange}, c.FilterMetric) {
+		m[metrics.FilterScoreMean] = s.ScoreMean
+		m[metrics.ChosenFilterScoreMean] = s.ChosenScoreMean
+		m[metrics.FilterZeroCount] = float64(s.ZeroScore)
+	}
 	m[metrics.InGroupStd] = s.InGroupStd
 	m[metrics.InGroupMean] = s.InGroupMean
 	m[metrics.InGroupMax] = s.InGroupMax

@@ -59,6 +59,11 @@ type Trainer struct {
 	History metrics.History
 	monitor *Monitor
 	best    bestCheckpoint
+
+	// emptySteps counts the consecutive steps whose filter kept nothing;
+	// stopped is set when they reach FilterEmptyStop.
+	emptySteps int
+	stopped    bool
 }
 
 // New prepares a run: validates cfg, warm-starts (or loads the cached warm
@@ -230,6 +235,9 @@ func (t *Trainer) Run(ctx context.Context) error {
 		if stop := t.afterStep(s); stop != nil {
 			return stop
 		}
+		if t.stopped {
+			break
+		}
 	}
 	return t.finishRun()
 }
@@ -266,11 +274,21 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 			m[metrics.TokensPerSec] = n / rolloutTime
 		}
 
-		// 3. Filter groups by in-group reward spread (StarPO-S).
+		// 3. Filter groups by their statistic (StarPO-S: in-group reward
+		//    std; RAGEN v2: top-p, top-k, min-p over reward, entropy or
+		//    length statistics).
 		groups := make([]int, len(trajs))
+		length := make([]float64, len(trajs))
 		for i, tr := range trajs {
 			groups[i] = tr.Group
+			for _, on := range tr.Agent {
+				if on {
+					length[i]++
+				}
+			}
 		}
+		in := algo.FilterInput{Returns: rewards, Group: groups, Length: length}
+		var allLogp, allEnt [][]float64
 		var score algo.ScoreFunc
 		var scoreErr error
 		if cfg.GroupScore != nil {
@@ -285,33 +303,57 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 				}
 				return v
 			}
+		} else if cfg.Algo.FilterNeedsEntropy() {
+			// The rollout policy's entropies of every trajectory: the
+			// kept ones' log-probs and entropies are reused by prepare.
+			if allLogp, allEnt, _, err = evaluate(t.policy, trajs, model.Want{LM: true}); err != nil {
+				return metrics.Step{}, fmt.Errorf("step %d: filter entropies: %w", step, err)
+			}
+			in.Entropy = make([]float64, len(trajs))
+			for i, tr := range trajs {
+				in.Entropy[i] = maskedMean(allEnt[i:i+1], [][]bool{tr.Agent})
+			}
 		}
-		fr, err := algo.FilterGroups(&cfg.Algo, rewards, groups, score)
+		fr, err := algo.FilterGroupsBy(&cfg.Algo, in, score)
 		if scoreErr != nil {
 			err = scoreErr
 		}
 		if err != nil {
 			return metrics.Step{}, fmt.Errorf("step %d: filter: %w", step, err)
 		}
-		filterMetrics(m, fr.Stats)
+		filterMetrics(m, &cfg.Algo, fr.Stats)
 		var kept []*rollout.Trajectory
 		var keptRewards []float64
+		var pre evaluated
 		for i, tr := range trajs {
 			if fr.Keep[i] {
 				kept = append(kept, tr)
 				keptRewards = append(keptRewards, rewards[i])
+				if allLogp != nil {
+					pre.logp = append(pre.logp, allLogp[i])
+					pre.ent = append(pre.ent, allEnt[i])
+				}
 			}
 		}
 		if len(kept) == 0 {
 			t.reused = nil
+			t.emptySteps++
+			m[metrics.EmptyAfterFilter] = 1
+			m[metrics.EmptyAfterFilterRun] = float64(t.emptySteps)
 			t.emit(metrics.Event{Step: step, Kind: "empty_after_filter",
 				Message: "every group was filtered out; no update this step"})
+			if n := cfg.FilterEmptyStop; n > 0 && t.emptySteps >= n {
+				t.stopped = true
+				t.emit(metrics.Event{Step: step, Kind: "early_stop",
+					Message: fmt.Sprintf("the filter kept nothing for %d consecutive steps (filter_empty_stop %d); the run stops", t.emptySteps, n)})
+			}
 			m[metrics.TimeStep] = time.Since(stepStart).Seconds()
 			return t.record(step, m), nil
 		}
+		t.emptySteps = 0
 
 		// 4. Old and reference log-probs, values, advantages.
-		if b, err = t.prepare(step, kept, keptRewards); err != nil {
+		if b, err = t.prepare(step, kept, keptRewards, pre); err != nil {
 			return metrics.Step{}, err
 		}
 		t.reused = b
@@ -377,14 +419,21 @@ func (t *Trainer) rewards(trajs []*rollout.Trajectory) ([]float64, error) {
 	return r, nil
 }
 
+// evaluated holds the rollout policy's log-probs and entropies of the
+// kept trajectories when the filter computed them already (nil if not).
+type evaluated struct{ logp, ent [][]float64 }
+
 // prepare computes everything the update needs from the kept rollouts:
-// log-probs under the rollout policy (the PPO ratio's denominator), under
-// the reference (KL), critic values, token rewards and advantages.
-func (t *Trainer) prepare(step int, kept []*rollout.Trajectory, rewards []float64) (*batch, error) {
+// log-probs under the rollout policy (the PPO ratio's denominator; pre's
+// if given), under the reference (KL), critic values, token rewards and
+// advantages.
+func (t *Trainer) prepare(step int, kept []*rollout.Trajectory, rewards []float64, pre evaluated) (*batch, error) {
 	cfg := &t.cfg
 	b := &batch{trajs: kept, rewards: rewards}
 	var err error
-	if b.oldLogp, b.entropy, _, err = evaluate(t.policy, kept, model.Want{LM: true}); err != nil {
+	if pre.logp != nil {
+		b.oldLogp, b.entropy = pre.logp, pre.ent
+	} else if b.oldLogp, b.entropy, _, err = evaluate(t.policy, kept, model.Want{LM: true}); err != nil {
 		return nil, fmt.Errorf("step %d: old log-probs: %w", step, err)
 	}
 	if t.ref != nil {
@@ -422,6 +471,9 @@ func (t *Trainer) prepare(step int, kept []*rollout.Trajectory, rewards []float6
 		}
 		b.tokReward = klr
 	}
+	if b.actorMask, err = cfg.actorMask(kept); err != nil {
+		return nil, fmt.Errorf("step %d: %w", step, err)
+	}
 	if b.adv, b.ret, err = algo.Advantages(&cfg.Algo, at); err != nil {
 		return nil, fmt.Errorf("step %d: advantages: %w", step, err)
 	}
@@ -457,6 +509,22 @@ func (t *Trainer) update(ctx context.Context, step int, b *batch, m map[string]f
 	}
 	acc.into(m)
 	m[metrics.Entropy] = maskedMean(b.entropy, b.mask)
+	if cfg.selectiveMask() {
+		var on, all float64
+		for i, row := range b.actorMask {
+			for k, a := range b.mask[i] {
+				if a {
+					all++
+					if row[k] {
+						on++
+					}
+				}
+			}
+		}
+		if all > 0 {
+			m[metrics.LossMaskFrac] = on / all
+		}
+	}
 	if t.critic != nil {
 		m[metrics.ExplainedVar] = algo.ExplainedVariance(b.values, b.ret, b.mask)
 	}
@@ -466,6 +534,9 @@ func (t *Trainer) update(ctx context.Context, step int, b *batch, m map[string]f
 func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) error {
 	cfg := &t.cfg
 	trajs := b.trajs[lo:hi]
+	if cfg.selectiveMask() && !anyToken(b.actorMask[lo:hi]) {
+		return nil // the loss mask leaves this minibatch no token: no gradient, no step
+	}
 	parts := t.microBatches(trajs)
 	var logp, ent [][]float64
 	for _, p := range parts {
@@ -480,7 +551,7 @@ func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) 
 		}
 	}
 	in := algo.ActorInputs{
-		Mask:    b.mask[lo:hi],
+		Mask:    b.actorMask[lo:hi],
 		Logp:    logp,
 		OldLogp: b.oldLogp[lo:hi],
 		Adv:     b.adv[lo:hi],

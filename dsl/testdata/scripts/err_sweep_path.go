@@ -9,4 +9,4 @@ func main() {
 }
 
 // Error:
-// Sweep: Filter has no field "Rate" (fields: Expr, Ratio, Above, DropZeroStd)
+// Sweep: Filter has no field "Rate" (fields: Expr, Ratio, Above, DropZeroStd, Strategy, Value, TopPMode, Eps, Smallest, ExcludeZero, EmptyStop)
