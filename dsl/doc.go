@@ -18,6 +18,11 @@
 //	exp.Model = ragen.Pretrained("models/Qwen2.5-0.5B-Instruct")
 //	exp.Model = ragen.Checkpoint(run.Checkpoints()[0])
 //
+// RAGEN v2's SNR-aware filter and VAGEN-style loss masks are options too:
+//
+//	exp.Filter = ragen.Filter("reward_variance", ragen.TopPLinear(0.9), ragen.ExcludeZero())
+//	exp.LossMask = `span == "answer" || turn == turns`
+//
 // An environment defined in a cell implements Env (envs.Env and its expert,
 // envs.Expert, whose demonstrations the warm start learns from) and is
 // trained exactly like a built-in one:
