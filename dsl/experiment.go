@@ -7,6 +7,7 @@ import (
 
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/train"
+	"github.com/ragen-go/ragen/internal/knob"
 )
 
 // Experiment is one training run, described for a cell. A zero field takes
@@ -17,7 +18,7 @@ type Experiment struct {
 	Name string
 
 	// Env is the environment (Bandit(), Sokoban(...), Custom(...)); required.
-	Env EnvSpec
+	Env EnvSpec `train:"env,manual"`
 	// Reward replaces the trajectory reward by an expression (Reward(...));
 	// zero = the sum of turn rewards, format penalties included.
 	Reward RewardExpr
@@ -35,58 +36,58 @@ type Experiment struct {
 	// (VAGEN-style): "all" ("" too), "answer", "think", or a boolean
 	// expression over the token (MaskToken: turn, turns, span, pos,
 	// tokens), e.g. `span == "answer" || turn == turns`.
-	LossMask string
+	LossMask string `train:"loss_mask,manual"`
 
 	// Model is the policy: a size preset, "tiny" | "small" | "base", warm
 	// started on demonstrations ("" = "small"), or a model to start from,
 	// Pretrained(dir) (a Hugging Face checkpoint such as
 	// Qwen2.5-0.5B-Instruct) or Checkpoint(dir) (one of ours).
-	Model ModelSpec
+	Model ModelSpec `train:"model,pretrained,init,manual"`
 	// ContextLength is the longest conversation in tokens (1024); a loaded
 	// model keeps its own.
-	ContextLength int
+	ContextLength int `train:"context_length"`
 	// VocabSize of the BPE vocabulary trained on the environment's text
 	// (512); a loaded model keeps its own tokenizer.
-	VocabSize int
+	VocabSize int `train:"vocab_size"`
 
 	// Groups × GroupSize trajectories per step; a group shares one initial
 	// state (8 × 8).
-	Groups    int
-	GroupSize int
+	Groups    int `train:"env_groups"`
+	GroupSize int `train:"group_size"`
 	// MaxTurns per episode, overriding Env's max_turns; 0 = Env's.
 	MaxTurns int
 	// TokensPerTurn ends a response not closed by </answer> (200).
-	TokensPerTurn int
+	TokensPerTurn int `train:"max_tokens_per_turn"`
 	// Temperature of training rollouts (1).
-	Temperature float64
+	Temperature float64 `train:"temperature"`
 
 	// Steps of training (40).
-	Steps int
+	Steps int `train:"steps"`
 	// Seed fixes everything; same seed, same run (0 = 1).
-	Seed int64
+	Seed int64 `train:"seed,signed"`
 
 	// ActorLR and CriticLR are the AdamW learning rates (3e-4, 1e-3).
-	ActorLR  float64
-	CriticLR float64
+	ActorLR  float64 `train:"actor_lr"`
+	CriticLR float64 `train:"critic_lr"`
 	// LRWarmup ramps both learning rates up linearly over that many
 	// optimizer updates (0: constant, as RAGEN).
-	LRWarmup int
+	LRWarmup int `train:"lr_warmup_steps"`
 	// PPOEpochs over each step's rollouts, each in MiniBatches (1, 2).
-	PPOEpochs   int
-	MiniBatches int
+	PPOEpochs   int `train:"ppo_epochs"`
+	MiniBatches int `train:"mini_batches"`
 	// MicroBatchTokens bounds the tokens of one forward and backward pass
 	// of an update; larger minibatches accumulate their gradient over
 	// micro-batches (0: a whole minibatch at once).
-	MicroBatchTokens int
+	MicroBatchTokens int `train:"micro_batch_tokens"`
 	// Recompute keeps one transformer block's activations and recomputes
 	// them in the backward pass: less memory, one more forward pass, the
 	// same numbers.
-	Recompute bool
+	Recompute bool `train:"recompute"`
 	// ReuseRollouts trains that many steps on each batch of rollouts
 	// before rolling out again (1: online, fresh rollouts every step; a
 	// reused batch keeps its old log-probabilities, so the PPO ratio
 	// measures how far the policy has moved since it was collected).
-	ReuseRollouts int
+	ReuseRollouts int `train:"reuse_rollouts"`
 
 	// WarmStart is the supervised fine-tuning on expert demonstrations
 	// before RL.
@@ -94,19 +95,19 @@ type Experiment struct {
 
 	// ValEpisodes on held-out seeds every ValEvery steps (64, 10); set
 	// NoValidation to turn validation off.
-	ValEpisodes  int
-	ValEvery     int
+	ValEpisodes  int `train:"val_episodes"`
+	ValEvery     int `train:"val_every"`
 	NoValidation bool
 	// CheckpointEvery N steps (0 = only at the end).
-	CheckpointEvery int
+	CheckpointEvery int `train:"checkpoint_every"`
 
 	// Backend computes the run: "cpu" (default) or "cuda" (a binary built
 	// with -tags cuda and a GPU; a clear error otherwise).
-	Backend string
+	Backend string `train:"backend"`
 	// Precision of the matrix products on a device backend: "f32"
 	// (default) or "bf16" (bf16 weights and activations, float32 master
 	// weights and accumulation); the same on every backend, the CPU included.
-	Precision string
+	Precision string `train:"precision"`
 	// LoRA trains low-rank adapters on the frozen policy instead of all
 	// its weights, after the warm start (Rank 0: off, full fine-tuning):
 	// ragen.LoRA{Rank: 8} targets every linear layer with alpha 2·rank.
@@ -119,7 +120,7 @@ type Experiment struct {
 	// there, with an error saying why) or "rewind" (training goes on from
 	// the best weights so far, judged by validation success, or by reward
 	// on steps without validation).
-	Monitor string
+	Monitor string `train:"monitor.action"`
 
 	// Fresh re-runs even when the cache holds this experiment's result.
 	Fresh bool
@@ -129,20 +130,20 @@ type Experiment struct {
 type WarmStart struct {
 	// Steps of fine-tuning (500; 0 for a Pretrained or Checkpoint model);
 	// set Skip to start from random weights.
-	Steps int
+	Steps int `train:"warm_start.steps"`
 	Skip  bool
 	// Episodes of expert play to learn from (512).
-	Episodes int
+	Episodes int `train:"warm_start.episodes"`
 	// BatchSize in episodes per step (8).
-	BatchSize int
+	BatchSize int `train:"warm_start.batch_size"`
 	// LR of AdamW (3e-3).
-	LR float64
+	LR float64 `train:"warm_start.lr"`
 	// Imperfect is the fraction of turns answered imperfectly (0.3).
-	Imperfect float64
+	Imperfect float64 `train:"warm_start.imperfect"`
 	// LearnContext also trains on the observations, not only on the
 	// responses: a small model from scratch needs it to learn to read
 	// positions off the state (FrozenLake, Sokoban).
-	LearnContext bool
+	LearnContext bool `train:"warm_start.learn_context"`
 }
 
 // What a reward expression's run-time error does (Experiment.RewardErrors).
@@ -174,92 +175,18 @@ func (e Experiment) Config() (train.Config, error) {
 	if e.Env.Name == "" {
 		return c, &FieldError{"Env", "required: ragen.Bandit(), ragen.Sokoban(...), ragen.Custom(...), ..."}
 	}
-	ints := []struct {
-		field string
-		v     int
-		dst   *int
-		pos   bool // must be > 0 (else ≥ 0)
-	}{
-		{"ContextLength", e.ContextLength, &c.ContextLength, true},
-		{"VocabSize", e.VocabSize, &c.VocabSize, true},
-		{"Groups", e.Groups, &c.EnvGroups, true},
-		{"GroupSize", e.GroupSize, &c.GroupSize, true},
-		{"TokensPerTurn", e.TokensPerTurn, &c.MaxTokensPerTurn, true},
-		{"Steps", e.Steps, &c.Steps, true},
-		{"PPOEpochs", e.PPOEpochs, &c.PPOEpochs, true},
-		{"MiniBatches", e.MiniBatches, &c.MiniBatches, true},
-		{"ReuseRollouts", e.ReuseRollouts, &c.ReuseRollouts, true},
-		{"WarmStart.Steps", e.WarmStart.Steps, &c.WarmStart.Steps, true},
-		{"WarmStart.Episodes", e.WarmStart.Episodes, &c.WarmStart.Episodes, true},
-		{"WarmStart.BatchSize", e.WarmStart.BatchSize, &c.WarmStart.BatchSize, true},
-		{"ValEpisodes", e.ValEpisodes, &c.ValEpisodes, true},
-		{"ValEvery", e.ValEvery, &c.ValEvery, true},
-		{"CheckpointEvery", e.CheckpointEvery, &c.CheckpointEvery, false},
-		{"LRWarmup", e.LRWarmup, &c.LRWarmup, false},
-	}
-	for _, f := range ints {
-		switch {
-		case f.v < 0 && f.pos:
-			return c, &FieldError{f.field, fmt.Sprintf("must be > 0 (got %d)", f.v)}
-		case f.v < 0:
-			return c, &FieldError{f.field, fmt.Sprintf("must be ≥ 0 (got %d)", f.v)}
-		case f.v > 0:
-			*f.dst = f.v
-		}
-	}
-	floats := []struct {
-		field string
-		v     float64
-		dst   *float64
-	}{
-		{"ActorLR", e.ActorLR, &c.ActorLR},
-		{"CriticLR", e.CriticLR, &c.CriticLR},
-		{"WarmStart.LR", e.WarmStart.LR, &c.WarmStart.LR},
-		{"WarmStart.Imperfect", e.WarmStart.Imperfect, &c.WarmStart.Imperfect},
-	}
-	for _, f := range floats {
-		if f.v < 0 || f.v != f.v {
-			return c, &FieldError{f.field, fmt.Sprintf("must be > 0 (got %v)", f.v)}
-		}
-		if f.v > 0 {
-			*f.dst = f.v
-		}
-	}
-	if e.Temperature < 0 || e.Temperature != e.Temperature {
-		return c, &FieldError{"Temperature", fmt.Sprintf("must be > 0 (got %v)", e.Temperature)}
-	}
-	if e.Temperature > 0 {
-		c.Temperature = float32(e.Temperature)
+	if err := e.setMapped(&c); err != nil {
+		return c, err
 	}
 	if e.WarmStart.Skip {
 		c.WarmStart.Steps = 0
 	}
-	c.WarmStart.LearnContext = e.WarmStart.LearnContext
 	if e.NoValidation {
 		c.ValEpisodes = 0
 	}
-	if e.Seed != 0 {
-		c.Seed = e.Seed
-	}
-	if e.Backend != "" {
-		c.Backend = e.Backend
-	}
-	if e.Precision != "" {
-		c.Precision = e.Precision
-	}
-	c.MicroBatchTokens, c.Recompute = e.MicroBatchTokens, e.Recompute
 	if e.LoRA.Rank != 0 {
-		l := model.LoRA{Rank: e.LoRA.Rank, Alpha: e.LoRA.Alpha, Targets: e.LoRA.Targets}
-		if l.Alpha == 0 {
-			l.Alpha = 2 * float64(l.Rank)
-		}
-		if len(l.Targets) == 0 {
-			l.Targets = []string{"all-linear"}
-		}
+		l := model.LoRA{Rank: e.LoRA.Rank, Alpha: e.LoRA.Alpha, Targets: e.LoRA.Targets}.WithDefaults()
 		c.LoRA = &l
-	}
-	if e.Monitor != "" {
-		c.Monitor.Action = e.Monitor
 	}
 	if kind, dir := e.Model.source(); kind != "" {
 		if dir == "" {
@@ -331,23 +258,108 @@ func (e *Experiment) compile() error {
 // Alpha (0: 2·Rank) and Targets (nil: "all-linear"; or any of q_proj,
 // k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj).
 type LoRA struct {
-	Rank    int
-	Alpha   float64
-	Targets []string
+	Rank    int      `train:"lora.r,manual"`
+	Alpha   float64  `train:"lora.lora_alpha,manual"`
+	Targets []string `train:"lora.target_modules,manual"`
 }
 
-// trainField maps the trainer's error keys to the Experiment's fields.
-var trainField = map[string]string{
-	"model": "Model", "pretrained": "Model", "init": "Model", "context_length": "ContextLength", "vocab_size": "VocabSize",
-	"steps": "Steps", "env_groups": "Groups", "group_size": "GroupSize",
-	"max_tokens_per_turn": "TokensPerTurn",
-	"lora.r":              "LoRA.Rank", "lora.lora_alpha": "LoRA.Alpha", "lora.target_modules": "LoRA.Targets",
-	"temperature": "Temperature", "backend": "Backend", "precision": "Precision", "ppo_epochs": "PPOEpochs", "mini_batches": "MiniBatches", "reuse_rollouts": "ReuseRollouts", "monitor.action": "Monitor",
-	"actor_lr": "ActorLR", "critic_lr": "CriticLR", "lr_warmup_steps": "LRWarmup", "val_episodes": "ValEpisodes",
-	"val_every": "ValEvery", "checkpoint_every": "CheckpointEvery", "filter_empty_stop": "Filter.EmptyStop", "loss_mask": "LossMask",
-	"warm_start.steps": "WarmStart.Steps", "warm_start.episodes": "WarmStart.Episodes",
-	"warm_start.batch_size": "WarmStart.BatchSize", "warm_start.lr": "WarmStart.LR",
-	"warm_start.imperfect": "WarmStart.Imperfect", "warm_start.learn_context": "WarmStart.LearnContext", "env": "Env",
+// A mappedField is an Experiment field tagged with the train.Config field
+// it stands for: `train:"env_groups"`, the JSON path the trainer's errors
+// name. More keys after the first are other trainer fields whose errors it
+// answers for (Model: pretrained, init); "manual" marks a field Config sets
+// by hand, "signed" one that may be negative. The others Config copies when
+// they are not zero, refusing negative numbers.
+type mappedField struct {
+	path   string // in the Experiment: "WarmStart.Steps"
+	index  []int
+	keys   []string
+	target knob.Field // the train.Config field keys[0] names
+	manual bool
+	signed bool
+}
+
+// mappedFields are the Experiment's tagged fields; trainField maps the
+// trainer's error keys to their names.
+var mappedFields, trainField = func() ([]mappedField, map[string]string) {
+	byKey := map[string]knob.Field{}
+	for _, f := range knob.Fields(reflect.TypeOf(train.Config{})) {
+		byKey[f.Key] = f
+	}
+	var fields []mappedField
+	names := map[string]string{}
+	var walk func(t reflect.Type, index []int, path string)
+	walk = func(t reflect.Type, index []int, path string) {
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			idx := append(append([]int{}, index...), i)
+			tag, ok := sf.Tag.Lookup("train")
+			if !ok {
+				if sf.Type.Kind() == reflect.Struct && sf.Type.PkgPath() == t.PkgPath() && sf.IsExported() {
+					walk(sf.Type, idx, path+sf.Name+".") // WarmStart, LoRA
+				}
+				continue
+			}
+			m := mappedField{path: path + sf.Name, index: idx}
+			for _, k := range strings.Split(tag, ",") {
+				switch k {
+				case "manual":
+					m.manual = true
+				case "signed":
+					m.signed = true
+				default:
+					if _, ok := byKey[k]; !ok {
+						panic("dsl: Experiment." + m.path + " names no train.Config field " + k)
+					}
+					m.keys = append(m.keys, k)
+					names[k] = m.path
+				}
+			}
+			m.target = byKey[m.keys[0]]
+			fields = append(fields, m)
+		}
+	}
+	walk(reflect.TypeOf(Experiment{}), nil, "")
+	return fields, names
+}()
+
+// setMapped copies the Experiment's non-zero mapped fields into c. A
+// negative number is refused by the field's name: "must be > 0" where the
+// trainer's default is positive (zero takes it), "must be ≥ 0" where it is
+// zero.
+func (e Experiment) setMapped(c *train.Config) error {
+	def := train.Default()
+	ev := reflect.ValueOf(e)
+	for _, m := range mappedFields {
+		v := ev.FieldByIndex(m.index)
+		if m.manual || v.IsZero() {
+			continue
+		}
+		var neg, defPos bool
+		d := m.target.Value(&def, false)
+		switch v.Kind() {
+		case reflect.Int, reflect.Int64:
+			neg, defPos = v.Int() < 0, d.Int() > 0
+		case reflect.Float64:
+			neg, defPos = !(v.Float() >= 0), d.Float() > 0
+		}
+		if neg && !m.signed {
+			op := "≥"
+			if defPos {
+				op = ">"
+			}
+			return &FieldError{m.path, fmt.Sprintf("must be %s 0 (got %v)", op, v.Interface())}
+		}
+		dst := m.target.Value(c, true)
+		switch v.Kind() {
+		case reflect.Int, reflect.Int64:
+			dst.SetInt(v.Int())
+		case reflect.Float64:
+			dst.SetFloat(v.Float()) // float32 fields round as float32(v)
+		default:
+			dst.Set(v.Convert(dst.Type()))
+		}
+	}
+	return nil
 }
 
 // fieldOf rewrites a trainer validation error, "group_size: must be ...",

@@ -64,7 +64,7 @@ type FilterRule struct {
 	ExcludeZero bool
 	// EmptyStop ends the run after that many consecutive steps whose
 	// filter kept nothing (0 = never).
-	EmptyStop int
+	EmptyStop int `train:"filter_empty_stop,manual"`
 
 	prog *vm.Program
 	from string // the expression prog was compiled from

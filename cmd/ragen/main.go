@@ -4,6 +4,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sort"
@@ -36,9 +38,13 @@ func usage() {
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
+	}
+	if os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage()
+		return
 	}
 	cmd, ok := commands[os.Args[1]]
 	if !ok {
@@ -46,7 +52,11 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
-	if err := cmd.run(os.Args[2:]); err != nil {
+	err := cmd.run(os.Args[2:])
+	if errors.Is(err, flag.ErrHelp) { // -h: the command printed its usage, as asked
+		return
+	}
+	if err != nil {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, "ragen") {
 			msg = "ragen " + os.Args[1] + ": " + msg

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/signal"
@@ -16,10 +17,10 @@ import (
 	"github.com/ragen-go/ragen/engine/algo"
 	"github.com/ragen-go/ragen/engine/backend"
 	"github.com/ragen-go/ragen/engine/metrics"
-	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/train"
 	"github.com/ragen-go/ragen/envs"
 	_ "github.com/ragen-go/ragen/envs/all"
+	"github.com/ragen-go/ragen/internal/knob"
 )
 
 func init() {
@@ -32,65 +33,62 @@ type optionFlags []string
 func (o *optionFlags) String() string     { return strings.Join(*o, ",") }
 func (o *optionFlags) Set(v string) error { *o = append(*o, v); return nil }
 
-func runTrain(args []string) error {
+const trainUsage = `usage: ragen train [flags]
+
+Trains a policy with StarPO or StarPO-S on one environment: a warm start
+(fine-tuning on expert demonstrations, cached by its config) or a model to
+start from (-init, -pretrained), then steps of rollouts in groups, advantages,
+the group filter and PPO updates, validating on held-out seeds. It prints a
+line per step and a summary; -run DIR keeps config.json, metrics.jsonl,
+events.jsonl and checkpoints, -resume continues a run with the numbers it
+would have had, and -steps 0 only evaluates the starting policy.
+
+Each flag but -preset, -opt, -resume and -quiet sets a field of train.Config
+(engine/train/config.go, where the fields are documented); the defaults shown
+are train.Default()'s.
+
+  ragen train -env sokoban -opt observation_format=coord -sft-context \
+      -groups 16 -estimator dr_grpo -filter 1 -lr 1e-4 -steps 30 -run runs/sokoban
+`
+
+// trainArgs is what ragen train's flags give besides the config.
+type trainArgs struct {
+	preset string
+	resume string
+	quiet  bool
+}
+
+// parseTrain parses ragen train's arguments into a config. The config's
+// flags are derived from train.Config's tags (internal/knob); -h prints the
+// usage to out and returns flag.ErrHelp.
+func parseTrain(args []string, out io.Writer) (train.Config, trainArgs, error) {
 	fs := flag.NewFlagSet("ragen train", flag.ContinueOnError)
+	fs.SetOutput(out)
 	c := train.Default()
+	// Precision "f32", not "", as ragen train always wrote it: the config
+	// JSON, whose hash keys cached runs, keeps the same bytes.
+	c.Precision = "f32"
+	var a trainArgs
 	var opts optionFlags
-	preset := fs.String("preset", "starpo-s", "algorithm preset: starpo-s | starpo")
-	estimator := fs.String("estimator", "", "advantage estimator (default: the preset's): "+strings.Join(algo.Estimators, " | "))
-	filter := fs.Float64("filter", -1, "keep this fraction of groups by in-group reward std (default: the preset's)")
-	filterMetric := fs.String("filter-metric", "", "group statistic the filter selects by (default: the preset's): "+strings.Join(algo.FilterMetrics, " | "))
-	filterStrategy := fs.String("filter-strategy", "", "group selection (default: -filter's ratio): "+strings.Join(algo.FilterStrategies[2:], " | ")+" (RAGEN v2)")
-	filterValue := fs.Float64("filter-value", 0, "the -filter-strategy's value: top_p mass, top_k or min_p fraction in (0, 1]; top_k_abs groups (RAGEN recommends top_p 0.9)")
-	filterTopPMode := fs.String("filter-top-p-mode", "", "top_p: linear (cumulative score) | softmax (cumulative softmax probability) (default: linear)")
-	filterEps := fs.Float64("filter-eps", algo.DefaultSelectionEps, "ε of linear top-p: keep groups until their summed score reaches value·total − ε")
-	filterSmallest := fs.Bool("filter-smallest", false, "select the groups with the lowest statistic first")
-	filterIncludeZero := fs.Bool("filter-include-zero", true, "groups whose statistic is 0 may be kept (RAGEN include_zero; its docs recommend false with top_p)")
-	fs.StringVar(&c.LossMask, "loss-mask", "", "agent tokens the policy loss covers: "+strings.Join(train.LossMasks, " | ")+" (default: all; the critic and advantages keep every agent token)")
-	fs.IntVar(&c.FilterEmptyStop, "filter-empty-stop", 0, "end the run after N consecutive steps whose filter kept no group (0: never; RAGEN 5)")
-	lossAgg := fs.String("loss-agg", "", "loss aggregation (default: the preset's): "+strings.Join(algo.LossAggs, " | "))
-	fs.StringVar(&c.Env, "env", c.Env, "environment: "+strings.Join(envs.Names(), " | "))
+	fs.StringVar(&a.preset, "preset", "starpo-s", "algorithm preset, the base the algorithm flags change: starpo-s | starpo")
 	fs.Var(&opts, "opt", "environment option key=value (repeatable), e.g. -opt dim=6 -opt boxes=1")
-	fs.StringVar(&c.Model, "model", c.Model, "model preset: tiny | small | base")
-	fs.StringVar(&c.Backend, "backend", c.Backend, "compute backend: "+strings.Join(backend.Names(), " | "))
-	fs.StringVar(&c.Precision, "precision", "f32", "matrix products: f32 | bf16 (bf16 weights and activations, f32 master weights and accumulation; on every backend)")
-	fs.IntVar(&c.Steps, "steps", c.Steps, "training steps (0: only evaluate the starting policy on the -val games)")
-	fs.Int64Var(&c.Seed, "seed", c.Seed, "experiment seed")
-	fs.IntVar(&c.EnvGroups, "groups", c.EnvGroups, "environment groups per step (one initial state each)")
-	fs.IntVar(&c.GroupSize, "group-size", c.GroupSize, "trajectories per group")
-	fs.IntVar(&c.ValEpisodes, "val", c.ValEpisodes, "validation episodes on held-out seeds (0: none)")
-	fs.IntVar(&c.ValEvery, "val-every", c.ValEvery, "validate every N steps")
-	temperature := fs.Float64("temperature", float64(c.Temperature), "sampling temperature of training rollouts (the PPO ratio uses logits ÷ this temperature)")
-	valTemperature := fs.Float64("val-temperature", float64(c.ValTemperature), "sampling temperature of validation (0: greedy)")
-	fs.IntVar(&c.MaxTokensPerTurn, "max-tokens", c.MaxTokensPerTurn, "tokens per response before it is cut (unclosed </answer>)")
-	fs.Float64Var(&c.ActorLR, "lr", c.ActorLR, "actor learning rate")
-	fs.Float64Var(&c.CriticLR, "critic-lr", c.CriticLR, "critic learning rate")
-	fs.IntVar(&c.LRWarmup, "lr-warmup", c.LRWarmup, "optimizer updates over which the learning rates ramp up linearly (0: constant)")
-	fs.IntVar(&c.MiniBatches, "minibatches", c.MiniBatches, "optimizer steps per PPO epoch")
-	fs.IntVar(&c.PPOEpochs, "epochs", c.PPOEpochs, "PPO epochs over each step's rollouts")
-	fs.BoolVar(&c.Recompute, "recompute", false, "keep one transformer block's activations, recomputing them in the backward pass (less memory, one more forward pass; the same numbers)")
-	fs.IntVar(&c.MicroBatchTokens, "micro-batch-tokens", 0, "most tokens of one forward and backward pass of an update: larger minibatches accumulate gradients over micro-batches (0: a whole minibatch at once)")
-	fs.IntVar(&c.WarmStart.Steps, "sft-steps", c.WarmStart.Steps, "warm-start fine-tuning steps (0: none)")
-	fs.IntVar(&c.WarmStart.Episodes, "sft-episodes", c.WarmStart.Episodes, "expert episodes the warm start learns from")
-	fs.BoolVar(&c.WarmStart.LearnContext, "sft-context", c.WarmStart.LearnContext, "warm start also learns the context tokens (observations), not only the responses: needed to learn to read the state from scratch")
-	fs.Float64Var(&c.WarmStart.Imperfect, "sft-imperfect", c.WarmStart.Imperfect, "fraction of warm-start turns answered by an imperfect demonstration")
-	fs.StringVar(&c.Init, "init", "", "start from this checkpoint of ours instead of the warm start (a model.Save directory, a cached warm start, or runs/x/checkpoints/step-N/policy); no fine-tuning unless -sft-steps is given")
-	fs.StringVar(&c.Pretrained, "pretrained", "", "start from this Hugging Face model directory (Qwen2 or Llama: config.json, safetensors, tokenizer); no fine-tuning unless -sft-steps is given")
-	fs.StringVar(&c.RunDir, "run", "", "run directory for config, metrics.jsonl, events and checkpoints")
-	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", 0, "checkpoint every N steps (0: at the end only)")
-	loraRank := fs.Int("lora-rank", 0, "train LoRA adapters of this rank on the frozen policy instead of all its weights (0: full fine-tuning); the critic gets its own adapters on the same base, the base is the KL reference")
-	loraAlpha := fs.Float64("lora-alpha", 0, "LoRA scaling numerator: adapters add (alpha/rank)·x·Aᵀ·Bᵀ (default: 2 × rank)")
-	loraTargets := fs.String("lora-targets", "all-linear", "comma-separated modules the adapters target: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj or all-linear")
-	resume := fs.String("resume", "", "resume from this checkpoint directory (runs/x/checkpoints/step-000020)")
-	quiet := fs.Bool("quiet", false, "print only the final summary")
+	fs.StringVar(&a.resume, "resume", "", "resume from this checkpoint directory (runs/x/checkpoints/step-000020)")
+	fs.BoolVar(&a.quiet, "quiet", false, "print only the final summary")
+	bound := knob.Bind(fs, &c)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), trainUsage)
+		fmt.Fprintf(fs.Output(), "\nenvironments: %s (ragen play -list shows their options)\nbackends: %s\n",
+			strings.Join(envs.Names(), ", "), strings.Join(backend.Names(), ", "))
+		knob.PrintSections(fs.Output(), fs, trainSections(bound))
+	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return c, a, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (flags only; see ragen train -h)", fs.Arg(0))
+		return c, a, fmt.Errorf("unexpected argument %q (flags only; see ragen train -h)", fs.Arg(0))
 	}
 	if c.Init != "" && c.Pretrained != "" {
-		return fmt.Errorf("-init and -pretrained both name a starting model; give one")
+		return c, a, fmt.Errorf("-init and -pretrained both name a starting model; give one")
 	}
 	if c.Init != "" || c.Pretrained != "" {
 		sftSet := false
@@ -99,51 +97,36 @@ func runTrain(args []string) error {
 			c.WarmStart.Steps = 0
 		}
 	}
-	c.Temperature, c.ValTemperature = float32(*temperature), float32(*valTemperature)
-	if *loraRank != 0 {
-		alpha := *loraAlpha
-		if alpha == 0 {
-			alpha = 2 * float64(*loraRank)
+	if c.LoRA != nil { // a -lora-* flag was given
+		if c.LoRA.Rank == 0 {
+			c.LoRA = nil // rank 0: full fine-tuning
+		} else {
+			l := c.LoRA.WithDefaults()
+			c.LoRA = &l
 		}
-		c.LoRA = &model.LoRA{Rank: *loraRank, Alpha: alpha, Targets: strings.Split(*loraTargets, ",")}
 	}
-	switch *preset {
+	// The algorithm flags were bound over StarPO-S; over another preset the
+	// flags given still win.
+	given := c
+	switch a.preset {
 	case "starpo-s", "starpos":
 		c.Algo = algo.StarPOS()
 	case "starpo":
 		c.Algo = algo.StarPO()
 	default:
-		return fmt.Errorf("-preset: must be starpo-s or starpo (got %q)", *preset)
+		return c, a, fmt.Errorf("-preset: must be starpo-s or starpo (got %q)", a.preset)
 	}
-	if *estimator != "" {
-		c.Algo.AdvEstimator = *estimator
-	}
-	if *filter >= 0 {
-		c.Algo.FilterRatio = *filter
-	}
-	if *filterMetric != "" {
-		c.Algo.FilterMetric = *filterMetric
-	}
-	c.Algo.FilterStrategy, c.Algo.FilterValue, c.Algo.FilterTopPMode = *filterStrategy, *filterValue, *filterTopPMode
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "filter-eps" {
-			c.Algo.FilterSelectionEps = filterEps
-		}
-	})
-	c.Algo.FilterSmallest, c.Algo.FilterExcludeZero = *filterSmallest, !*filterIncludeZero
-	if *lossAgg != "" {
-		c.Algo.LossAgg = *lossAgg
-	}
+	knob.Reapply(fs, bound, &given, &c)
 	if len(opts) > 0 {
 		spec, ok := envs.Lookup(c.Env)
 		if !ok {
-			return fmt.Errorf("-env: unknown environment %q (known: %s)", c.Env, strings.Join(envs.Names(), ", "))
+			return c, a, fmt.Errorf("-env: unknown environment %q (known: %s)", c.Env, strings.Join(envs.Names(), ", "))
 		}
 		c.EnvOptions = map[string]any{}
 		for _, kv := range opts {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok {
-				return fmt.Errorf("-opt %q: want key=value", kv)
+				return c, a, fmt.Errorf("-opt %q: want key=value", kv)
 			}
 			var opt *envs.Option
 			for i := range spec.Options {
@@ -153,34 +136,62 @@ func runTrain(args []string) error {
 			}
 			if opt == nil {
 				_, err := spec.Resolve(map[string]any{k: v})
-				return err
+				return c, a, err
 			}
 			val, err := envs.ParseOptionValue(*opt, v)
 			if err != nil {
-				return err
+				return c, a, err
 			}
 			c.EnvOptions[k] = val
 		}
 	}
+	return c, a, nil
+}
 
+// trainSections groups the usage text: the config's sections from its
+// group tags, with the hand-written flags next to the ones they go with.
+func trainSections(bound []knob.Field) []knob.Section {
+	secs := knob.Sections(bound)
+	after := map[string]string{"env": "opt", "run": "resume", "checkpoint-every": "quiet"}
+	for i := range secs {
+		var names []string
+		if strings.HasPrefix(secs[i].Title, "algorithm") {
+			names = append(names, "preset")
+		}
+		for _, n := range secs[i].Flags {
+			names = append(names, n)
+			if extra, ok := after[n]; ok {
+				names = append(names, extra)
+			}
+		}
+		secs[i].Flags = names
+	}
+	return secs
+}
+
+func runTrain(args []string) error {
+	c, a, err := parseTrain(args, os.Stderr)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	obs := &printer{quiet: *quiet, start: time.Now(), steps: c.Steps, warmStart: warmStartLine(&c)}
+	obs := &printer{quiet: a.quiet, start: time.Now(), steps: c.Steps, warmStart: warmStartLine(&c)}
 	if c.Steps == 0 {
 		fmt.Fprintf(os.Stderr, "ragen train: %s, model %s, no training: evaluating on %d validation games\n", c.Env, c.Model, c.ValEpisodes)
 	} else {
 		fmt.Fprintf(os.Stderr, "ragen train: %s, %s preset, model %s, %d×%d rollouts per step, %d steps\n",
-			c.Env, *preset, c.Model, c.EnvGroups, c.GroupSize, c.Steps)
+			c.Env, a.preset, c.Model, c.EnvGroups, c.GroupSize, c.Steps)
 	}
 	tr, err := train.New(ctx, c, obs)
 	if err != nil {
 		return err
 	}
-	if dir, _ := train.WarmStartDir(&c); dir != "" && !*quiet {
+	if dir, _ := train.WarmStartDir(&c); dir != "" && !a.quiet {
 		fmt.Fprintf(os.Stderr, "warm start cached in %s (-init starts other runs from it)\n", dir)
 	}
-	if *resume != "" {
-		if err := tr.Resume(*resume); err != nil {
+	if a.resume != "" {
+		if err := tr.Resume(a.resume); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "resumed at step %d\n", tr.StepsDone())

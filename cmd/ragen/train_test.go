@@ -2,14 +2,22 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"flag"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ragen-go/ragen/engine/algo"
 	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/train"
+	"github.com/ragen-go/ragen/internal/knob"
 )
 
 // TestTrainInit: -init starts from a checkpoint of ours without a warm
@@ -203,7 +211,7 @@ func TestTrainFilterAndMaskFlags(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "v2")
 	if err := runTrain(slices.Concat(args, []string{"-run", dir, "-filter-metric", "reward", "-filter-strategy", "top_p",
 		"-filter-value", "0.9", "-filter-top-p-mode", "softmax", "-filter-eps", "0.02", "-filter-smallest",
-		"-filter-include-zero=false", "-filter-empty-stop", "3", "-loss-mask", "answer"})); err != nil {
+		"-filter-exclude-zero", "-filter-empty-stop", "3", "-loss-mask", "answer"})); err != nil {
 		t.Fatal(err)
 	}
 	cfg := read(dir)
@@ -239,5 +247,216 @@ func TestTrainFilterAndMaskFlags(t *testing.T) {
 	err := runTrain(slices.Concat(args, []string{"-loss-mask", "reasoning"}))
 	if err == nil || !strings.Contains(err.Error(), `loss_mask: must be one of all, answer, think (got "reasoning")`) {
 		t.Errorf("-loss-mask reasoning: error %v", err)
+	}
+}
+
+// trainFlagExempt are the train.Config fields without a flag of their own,
+// and why.
+var trainFlagExempt = map[string]string{
+	"EnvOptions":   "-opt key=value",
+	"NewEnv":       "a notebook's custom environment",
+	"EnvLabel":     "a notebook's custom environment",
+	"Reward":       "a notebook's reward expression",
+	"GroupScore":   "a notebook's filter expression",
+	"LossMaskFunc": "a notebook's loss-mask expression",
+}
+
+// TestTrainFlagsCoverConfig: every field of train.Config has a flag, listed
+// by -h, and each flag sets its field: parsed with a value other than the
+// default, the field holds that value and no other field changed.
+func TestTrainFlagsCoverConfig(t *testing.T) {
+	var help strings.Builder
+	if _, _, err := parseTrain([]string{"-h"}, &help); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: error %v, want flag.ErrHelp", err)
+	}
+	def, _, err := parseTrain(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range knob.Fields(reflect.TypeOf(train.Config{})) {
+		if f.Flag == "" {
+			if _, ok := trainFlagExempt[f.Path]; !ok {
+				t.Errorf("train.Config.%s has no flag (tag it flag:\"name\" help:\"...\")", f.Path)
+			}
+			continue
+		}
+		if f.Help == "" {
+			t.Errorf("-%s (%s) has no help", f.Flag, f.Path)
+		}
+		if !strings.Contains(help.String(), "\n  -"+f.Flag+" ") && !strings.Contains(help.String(), "\n  -"+f.Flag+"\n") {
+			t.Errorf("-h does not list -%s", f.Flag)
+		}
+		arg, want := sampleFlag(t, f, def)
+		args := []string{"-" + f.Flag + "=" + arg}
+		if strings.HasPrefix(f.Path, "LoRA.") && f.Path != "LoRA.Rank" {
+			args = append(args, "-lora-rank=2") // without a rank LoRA is off
+		}
+		c, _, err := parseTrain(args, io.Discard)
+		if err != nil {
+			t.Errorf("-%s=%s: %v", f.Flag, arg, err)
+			continue
+		}
+		if got := f.Value(&c, false); !got.IsValid() || !reflect.DeepEqual(got.Interface(), want) {
+			t.Errorf("-%s=%s: %s = %v, want %v", f.Flag, arg, f.Path, got, want)
+		}
+		if f.Path == "WarmStart.Steps" || strings.HasPrefix(f.Path, "LoRA.") || f.Path == "Init" || f.Path == "Pretrained" {
+			continue // these change others by design
+		}
+		f.Value(&c, true).Set(f.Value(&def, true))
+		if a, b := mustJSON(t, c), mustJSON(t, def); a != b || c.RunDir != def.RunDir || c.WarmStart.CacheDir != def.WarmStart.CacheDir {
+			t.Errorf("-%s=%s changed other fields:\n%s\nwant\n%s", f.Flag, arg, a, b)
+		}
+	}
+}
+
+// sampleFlag is a value for f's flag other than its default in def, and
+// the field's value it gives.
+func sampleFlag(t *testing.T, f knob.Field, def train.Config) (string, any) {
+	d := f.Value(&def, true) // def is a copy: a nil LoRA may be allocated
+	switch f.Type.Kind() {
+	case reflect.String:
+		return "x-" + d.String(), "x-" + d.String()
+	case reflect.Bool:
+		return strconv.FormatBool(!d.Bool()), !d.Bool()
+	case reflect.Int:
+		return strconv.Itoa(int(d.Int()) + 3), int(d.Int()) + 3
+	case reflect.Int64:
+		return strconv.Itoa(int(d.Int()) + 3), d.Int() + 3
+	case reflect.Float32:
+		return strconv.FormatFloat(d.Float()+0.25, 'g', -1, 32), float32(d.Float() + 0.25)
+	case reflect.Float64:
+		return strconv.FormatFloat(d.Float()+0.25, 'g', -1, 64), d.Float() + 0.25
+	case reflect.Slice:
+		return "q_proj,v_proj", []string{"q_proj", "v_proj"}
+	case reflect.Pointer:
+		x := 0.5
+		return "0.5", &x
+	}
+	t.Fatalf("%s: no sample for %s", f.Path, f.Type)
+	return "", nil
+}
+
+func mustJSON(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestTrainFlagDefaults: with no flags the config is the one ragen train
+// always wrote (train.Default with precision "f32"), so the hashes of
+// cached runs and warm starts do not change.
+func TestTrainFlagDefaults(t *testing.T) {
+	c, a, err := parseTrain(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := train.Default()
+	want.Precision = "f32"
+	if got, w := mustJSON(t, c), mustJSON(t, want); got != w {
+		t.Errorf("default config\n got %s\nwant %s", got, w)
+	}
+	if a.preset != "starpo-s" || a.resume != "" || a.quiet {
+		t.Errorf("default arguments %+v", a)
+	}
+}
+
+// TestTrainPresetAndOverrides: -preset sets the algorithm's base and the
+// algorithm flags given win over it, in any order; -lora-rank fills alpha
+// and targets as before, and rank 0 is full fine-tuning.
+func TestTrainPresetAndOverrides(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		check func(c train.Config) bool
+	}{
+		{[]string{"-preset", "starpo"}, func(c train.Config) bool { return reflect.DeepEqual(c.Algo, algo.StarPO()) }},
+		{[]string{"-filter", "0.5", "-preset", "starpo"}, func(c train.Config) bool { return c.Algo.FilterRatio == 0.5 && c.Algo.KLCoef == 0.001 }},
+		{[]string{"-preset", "starpo", "-estimator", "grpo", "-kl-coef", "0"}, func(c train.Config) bool {
+			return c.Algo.AdvEstimator == "grpo" && c.Algo.KLCoef == 0 && c.Algo.ClipHigh == 0.2
+		}},
+		{[]string{"-filter-above", "0.1"}, func(c train.Config) bool { return c.Algo.FilterAbove != nil && *c.Algo.FilterAbove == 0.1 }},
+		{[]string{"-lora-rank", "8"}, func(c train.Config) bool {
+			return c.LoRA != nil && c.LoRA.Rank == 8 && c.LoRA.Alpha == 16 && slices.Equal(c.LoRA.Targets, []string{"all-linear"})
+		}},
+		{[]string{"-lora-rank", "4", "-lora-alpha", "4", "-lora-targets", "q_proj,v_proj"}, func(c train.Config) bool {
+			return c.LoRA.Rank == 4 && c.LoRA.Alpha == 4 && slices.Equal(c.LoRA.Targets, []string{"q_proj", "v_proj"})
+		}},
+		{[]string{"-lora-alpha", "4"}, func(c train.Config) bool { return c.LoRA == nil }},
+		{[]string{"-groups", "16", "-max-tokens", "64", "-top-k", "5", "-top-p", "0.9", "-grad-clip", "0.5", "-monitor-action", "stop", "-sft-context", "-think=false"},
+			func(c train.Config) bool {
+				return c.EnvGroups == 16 && c.MaxTokensPerTurn == 64 && c.TopK == 5 && c.TopP == float32(0.9) && c.GradClip == 0.5 &&
+					c.Monitor.Action == "stop" && c.WarmStart.LearnContext && !c.Think
+			}},
+		{[]string{"-init", "ckpt"}, func(c train.Config) bool { return c.Init == "ckpt" && c.WarmStart.Steps == 0 }},
+		{[]string{"-sft-steps", "30", "-pretrained", "hf"}, func(c train.Config) bool { return c.Pretrained == "hf" && c.WarmStart.Steps == 30 }},
+	} {
+		c, _, err := parseTrain(tc.args, io.Discard)
+		if err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
+		}
+		if !tc.check(c) {
+			t.Errorf("%v: config %s", tc.args, mustJSON(t, c))
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-preset", "ppo"}, `-preset: must be starpo-s or starpo (got "ppo")`},
+		{[]string{"-groups", "many"}, `invalid value "many" for flag -groups: invalid syntax`},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		if _, _, err := parseTrain(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestREADMECommands: every ragen train command of the README parses.
+func TestREADMECommands(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(b), "\\\n", " ")
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		_, args, ok := strings.Cut(line, "cmd/ragen train ")
+		if !ok {
+			continue
+		}
+		args, _, _ = strings.Cut(args, "#")
+		args = strings.ReplaceAll(args, "$WARM", "warm")
+		n++
+		if _, _, err := parseTrain(strings.Fields(args), io.Discard); err != nil {
+			t.Errorf("README: ragen train %s: %v", args, err)
+		}
+	}
+	if n < 4 {
+		t.Errorf("found %d ragen train commands in the README, want at least 4", n)
+	}
+}
+
+// TestTrainHelp: ragen train -h describes the command, lists the flags by
+// section and exits 0. It runs main in a child process (this test binary,
+// told by RAGEN_TEST_MAIN which arguments to give it).
+func TestTrainHelp(t *testing.T) {
+	if args := os.Getenv("RAGEN_TEST_MAIN"); args != "" {
+		os.Args = append([]string{"ragen"}, strings.Fields(args)...)
+		main()
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTrainHelp$")
+	cmd.Env = append(os.Environ(), "RAGEN_TEST_MAIN=train -h")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ragen train -h: %v\n%s", err, out)
+	}
+	for _, want := range []string{"usage: ragen train [flags]", "\nrollouts:\n", "\n  -groups int\n", "\n  -preset string\n", "\n  -monitor-action string\n", "(default 8)"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("ragen train -h lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -97,54 +97,83 @@ const (
 // names used in error messages and run directories.
 type Config struct {
 	// Advantages.
-	AdvEstimator   string  `json:"adv_estimator"`    // gae | bi_level_gae | grpo | dr_grpo | rloo | reinforce | reinforce_pp | reinforce_pp_baseline (gae; RAGEN algorithm.adv_estimator)
-	Gamma          float64 `json:"gamma"`            // token discount γ in [0, 1] (1.0; veRL algorithm.gamma)
-	Lam            float64 `json:"lam"`              // GAE λ in [0, 1] (1.0; veRL algorithm.lam)
-	HighLevelGamma float64 `json:"high_level_gamma"` // turn discount γ_H of bi-level GAE, in [0, 1] (0.95; RAGEN algorithm.high_level_gamma)
-	AdvEps         float64 `json:"adv_eps"`          // ε in (R − mean)/(std + ε), ≥ 0 (1e-6; veRL grpo epsilon)
-	StdUnbiased    bool    `json:"std_unbiased"`     // GRPO std with Bessel's correction, n−1 (true; torch.std default in veRL)
-	NormAdv        bool    `json:"norm_adv"`         // whiten gae / bi_level_gae advantages over the batch's agent tokens (true; veRL masked_whiten)
-	BaselineMean   bool    `json:"baseline_mean"`    // reinforce only: subtract the batch-mean trajectory return (false)
+
+	// gae | bi_level_gae | grpo | dr_grpo | rloo | reinforce | reinforce_pp | reinforce_pp_baseline (gae; RAGEN algorithm.adv_estimator)
+	AdvEstimator string `json:"adv_estimator" flag:"estimator" help:"advantage estimator: gae | bi_level_gae | grpo | dr_grpo | rloo | reinforce | reinforce_pp | reinforce_pp_baseline"`
+	// token discount γ in [0, 1] (1.0; veRL algorithm.gamma)
+	Gamma float64 `json:"gamma" flag:"gamma" help:"token discount γ"`
+	// GAE λ in [0, 1] (1.0; veRL algorithm.lam)
+	Lam float64 `json:"lam" flag:"lam" help:"GAE λ"`
+	// turn discount γ_H of bi-level GAE, in [0, 1] (0.95; RAGEN algorithm.high_level_gamma)
+	HighLevelGamma float64 `json:"high_level_gamma" flag:"high-level-gamma" help:"turn discount γ_H of bi-level GAE"`
+	// ε in (R − mean)/(std + ε), ≥ 0 (1e-6; veRL grpo epsilon)
+	AdvEps float64 `json:"adv_eps" flag:"adv-eps" help:"ε in (R − mean)/(std + ε)"`
+	// GRPO std with Bessel's correction, n−1 (true; torch.std default in veRL)
+	StdUnbiased bool `json:"std_unbiased" flag:"std-unbiased" help:"GRPO std with Bessel's correction (n−1)"`
+	// whiten gae / bi_level_gae advantages over the batch's agent tokens (true; veRL masked_whiten)
+	NormAdv bool `json:"norm_adv" flag:"norm-adv" help:"whiten gae / bi_level_gae advantages over the batch"`
+	// reinforce only: subtract the batch-mean trajectory return (false)
+	BaselineMean bool `json:"baseline_mean" flag:"baseline-mean" help:"reinforce: subtract the batch-mean return"`
 
 	// Rewards.
-	RewardPlacement string `json:"reward_placement"` // last | turn (last; RAGEN agent_proxy.use_turn_scores=False)
+
+	// last | turn (last; RAGEN agent_proxy.use_turn_scores=False)
+	RewardPlacement string `json:"reward_placement" flag:"reward-placement" help:"where rewards go: last (trajectory reward at the last token) | turn (each turn's at its last token)"`
 
 	// Policy loss (PPO clip, veRL compute_policy_loss_vanilla).
-	ClipLow  float64 `json:"clip_low"`  // ε_low: ratio floor 1 − ε_low, in (0, 1) (0.2; veRL clip_ratio_low)
-	ClipHigh float64 `json:"clip_high"` // ε_high: ratio ceiling 1 + ε_high, > 0 (0.28 clip-higher; veRL clip_ratio_high)
-	ClipC    float64 `json:"clip_c"`    // dual-clip constant c > 1 bounding the loss −A·c for A < 0; 0 turns it off (3.0; veRL clip_ratio_c)
+
+	// ε_low: ratio floor 1 − ε_low, in (0, 1) (0.2; veRL clip_ratio_low)
+	ClipLow float64 `json:"clip_low" flag:"clip-low" help:"PPO ratio floor 1 − ε_low"`
+	// ε_high: ratio ceiling 1 + ε_high, > 0 (0.28 clip-higher; veRL clip_ratio_high)
+	ClipHigh float64 `json:"clip_high" flag:"clip-high" help:"PPO ratio ceiling 1 + ε_high (clip-higher)"`
+	// dual-clip constant c > 1 bounding the loss −A·c for A < 0; 0 turns it off (3.0; veRL clip_ratio_c)
+	ClipC float64 `json:"clip_c" flag:"clip-c" help:"dual-clip constant c > 1 (0: off)"`
 
 	// Aggregation.
-	LossAgg      string `json:"loss_agg"`       // token-mean | seq-mean-token-sum | seq-mean-token-mean | seq-mean-token-sum-norm (token-mean; veRL loss_agg_mode)
-	LossScaleLen int    `json:"loss_scale_len"` // L of seq-mean-token-sum-norm, ≥ 0; 0 = the longest sequence given (0; veRL loss_scale_factor)
+
+	// token-mean | seq-mean-token-sum | seq-mean-token-mean | seq-mean-token-sum-norm (token-mean; veRL loss_agg_mode)
+	LossAgg string `json:"loss_agg" flag:"loss-agg" help:"loss aggregation: token-mean | seq-mean-token-sum | seq-mean-token-mean | seq-mean-token-sum-norm"`
+	// L of seq-mean-token-sum-norm, ≥ 0; 0 = the longest sequence given (0; veRL loss_scale_factor)
+	LossScaleLen int `json:"loss_scale_len" flag:"loss-scale-len" help:"L of seq-mean-token-sum-norm (0: the longest sequence)"`
 
 	// KL to the frozen reference policy.
-	KLPlacement string  `json:"kl_placement"` // none | reward | loss (none; StarPO-S drops KL)
-	KLEstimator string  `json:"kl_estimator"` // k1 | k2 | k3 | abs (k1; veRL kl_penalty "kl")
-	KLCoef      float64 `json:"kl_coef"`      // β ≥ 0 (0; RAGEN kl_ctrl.kl_coef, vanilla StarPO 0.001)
+
+	// none | reward | loss (none; StarPO-S drops KL)
+	KLPlacement string `json:"kl_placement" flag:"kl-placement" help:"KL to the reference policy: none | reward | loss"`
+	// k1 | k2 | k3 | abs (k1; veRL kl_penalty "kl")
+	KLEstimator string `json:"kl_estimator" flag:"kl-estimator" help:"KL estimator: k1 | k2 | k3 | abs"`
+	// β ≥ 0 (0; RAGEN kl_ctrl.kl_coef, vanilla StarPO 0.001)
+	KLCoef float64 `json:"kl_coef" flag:"kl-coef" help:"KL coefficient β"`
 
 	// Entropy bonus and critic.
-	EntropyCoef float64 `json:"entropy_coef"` // c ≥ 0 in L ← L − c·agg(H) (0.001; RAGEN actor.entropy_coeff)
-	ValueClip   float64 `json:"value_clip"`   // ε_v ≥ 0 clipping V to V_old ± ε_v; 0 turns clipping off (0.5; veRL critic.cliprange_value)
+
+	// c ≥ 0 in L ← L − c·agg(H) (0.001; RAGEN actor.entropy_coeff)
+	EntropyCoef float64 `json:"entropy_coef" flag:"entropy-coef" help:"entropy bonus coefficient"`
+	// ε_v ≥ 0 clipping V to V_old ± ε_v; 0 turns clipping off (0.5; veRL critic.cliprange_value)
+	ValueClip float64 `json:"value_clip" flag:"value-clip" help:"critic value clipping ε_v (0: off)"`
 
 	// StarPO-S group filter.
-	FilterRatio       float64 `json:"filter_ratio"`         // fraction of groups kept, in (0, 1]; 1 = no filter (0.25; RAGEN rollout_filter_ratio)
-	FilterMetric      string  `json:"filter_metric"`        // std | std_rev | max_mean | range (std; RAGEN rollout_filter_type)
-	FilterDropZeroStd bool    `json:"filter_drop_zero_std"` // DAPO: drop groups whose rewards are all equal before ranking (false)
+
+	// fraction of groups kept, in (0, 1]; 1 = no filter (0.25; RAGEN rollout_filter_ratio)
+	FilterRatio float64 `json:"filter_ratio" flag:"filter" help:"keep this fraction of groups by the filter metric (1: no filter)"`
+	// std | std_rev | max_mean | range (std; RAGEN rollout_filter_type)
+	FilterMetric string `json:"filter_metric" flag:"filter-metric" help:"group filter score: std | std_rev | max_mean | range"`
+	// DAPO: drop groups whose rewards are all equal before ranking (false)
+	FilterDropZeroStd bool `json:"filter_drop_zero_std" flag:"filter-drop-zero-std" help:"drop groups whose rewards are all equal before ranking (DAPO)"`
 	// FilterAbove, when set, drops the groups scoring at or below it before
 	// ranking (a threshold filter; with FilterRatio 1 it alone decides) (nil).
-	FilterAbove *float64 `json:"filter_above,omitempty"`
+	FilterAbove *float64 `json:"filter_above,omitempty" flag:"filter-above" help:"drop groups scoring at or below this before ranking (unset: no threshold)"`
 
 	// RAGEN v2's SNR-aware selection (rollout_filter_*). The zero values
 	// keep the StarPO-S filter above, and leave the run's configuration
 	// (and the DSL's run cache key) as it was.
-	FilterStrategy string  `json:"filter_strategy,omitempty"`   // "" or ratio (filter_ratio) | top_p | top_k | top_k_abs | min_p ("" = ratio; RAGEN rollout_filter_strategy, top_p in v2)
-	FilterValue    float64 `json:"filter_value,omitempty"`      // the strategy's value: top_p mass, top_k fraction, min_p fraction in (0, 1]; top_k_abs groups ≥ 1 (0, needed by those strategies; RAGEN rollout_filter_value, 0.9 recommended for top_p)
-	FilterTopPMode string  `json:"filter_top_p_mode,omitempty"` // top_p only: linear | softmax ("" = linear; RAGEN rollout_filter_top_p_prob_mode)
+	FilterStrategy string  `json:"filter_strategy,omitempty" flag:"filter-strategy" help:"RAGEN v2 group selection: ratio (filter) | top_p | top_k | top_k_abs | min_p"`     // "" or ratio (filter_ratio) | top_p | top_k | top_k_abs | min_p ("" = ratio; RAGEN rollout_filter_strategy, top_p in v2)
+	FilterValue    float64 `json:"filter_value,omitempty" flag:"filter-value" help:"the selection strategy's value (top_p mass, top_k or min_p fraction, top_k_abs groups)"` // the strategy's value: top_p mass, top_k fraction, min_p fraction in (0, 1]; top_k_abs groups ≥ 1 (0, needed by those strategies; RAGEN rollout_filter_value, 0.9 recommended for top_p)
+	FilterTopPMode string  `json:"filter_top_p_mode,omitempty" flag:"filter-top-p-mode" help:"top_p over the group statistic: linear | softmax"`                             // top_p only: linear | softmax ("" = linear; RAGEN rollout_filter_top_p_prob_mode)
 	// FilterSelectionEps is the ε of linear top-p, ≥ 0 (nil = 0.01; RAGEN rollout_filter_selection_eps).
-	FilterSelectionEps *float64 `json:"filter_selection_eps,omitempty"`
-	FilterSmallest     bool     `json:"filter_smallest,omitempty"`     // select the lowest statistic first (false; RAGEN rollout_filter_type smallest)
-	FilterExcludeZero  bool     `json:"filter_exclude_zero,omitempty"` // drop groups whose statistic is 0 (|s| ≤ 1e-10) before selecting (false; RAGEN include_zero = !this, docs recommend include_zero False)
+	FilterSelectionEps *float64 `json:"filter_selection_eps,omitempty" flag:"filter-eps" help:"ε of linear top-p (unset: 0.01)"`
+	FilterSmallest     bool     `json:"filter_smallest,omitempty" flag:"filter-smallest" help:"select the lowest group statistic first"`                                              // select the lowest statistic first (false; RAGEN rollout_filter_type smallest)
+	FilterExcludeZero  bool     `json:"filter_exclude_zero,omitempty" flag:"filter-exclude-zero" help:"drop groups whose statistic is 0 before selecting (RAGEN include_zero=False)"` // drop groups whose statistic is 0 (|s| ≤ 1e-10) before selecting (false; RAGEN include_zero = !this, docs recommend include_zero False)
 }
 
 // selectionEps is FilterSelectionEps or its default.

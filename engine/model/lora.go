@@ -22,13 +22,13 @@ import (
 // the base's outputs exactly. JSON names are PEFT's adapter_config.json.
 type LoRA struct {
 	// Rank r of each adapter.
-	Rank int `json:"r"`
+	Rank int `json:"r" flag:"rank" help:"train adapters of this rank on the frozen policy instead of all its weights (0: full fine-tuning); the critic gets its own adapters on the same base, the base is the KL reference"`
 	// Alpha scales the adapters' output by Alpha/Rank.
-	Alpha float64 `json:"lora_alpha"`
+	Alpha float64 `json:"lora_alpha" flag:"alpha" help:"scaling numerator: adapters add (alpha/rank)·x·Aᵀ·Bᵀ (0: 2 × rank)"`
 	// Targets names the adapted linear layers: q_proj, k_proj, v_proj,
 	// o_proj, gate_proj, up_proj, down_proj, or "all-linear" for all
 	// seven.
-	Targets []string `json:"target_modules"`
+	Targets []string `json:"target_modules" flag:"targets" help:"comma-separated modules the adapters target: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj or all-linear (default all-linear)"`
 }
 
 // module is a linear layer of a block that an adapter can target.
@@ -102,6 +102,19 @@ func (l LoRA) Validate() error {
 		}
 	}
 	return nil
+}
+
+// WithDefaults fills what a setting may leave out: Alpha 0 becomes
+// 2 × Rank and no Targets "all-linear". ragen train and the DSL apply it
+// before the config is validated and hashed.
+func (l LoRA) WithDefaults() LoRA {
+	if l.Alpha == 0 {
+		l.Alpha = 2 * float64(l.Rank)
+	}
+	if len(l.Targets) == 0 {
+		l.Targets = []string{"all-linear"}
+	}
+	return l
 }
 
 // Scale is Alpha/Rank, the factor of the adapters' output.

@@ -20,20 +20,20 @@ import (
 // Default(); Validate names the field of any bad value.
 type Config struct {
 	// Env names a registered environment ("bandit", "sokoban", ...).
-	Env string `json:"env"`
+	Env string `json:"env" flag:"env" help:"environment (ragen play -list shows each with its options)" group:"environment and model"`
 	// EnvOptions are the environment's options ({"dim": 6, "boxes": 1}),
 	// the turn and action budgets included (max_turns,
 	// max_actions_per_turn, max_actions_per_episode).
-	EnvOptions map[string]any `json:"env_options,omitempty"`
+	EnvOptions map[string]any `json:"env_options,omitempty" flag:"-"` // -opt key=value
 	// NewEnv, when set, builds the environment instead of Env/EnvOptions
 	// (a custom environment defined in a notebook cell). Its name for the
 	// run is EnvLabel.
-	NewEnv   func() (envs.Env, error) `json:"-"`
-	EnvLabel string                   `json:"env_label,omitempty"`
+	NewEnv   func() (envs.Env, error) `json:"-" flag:"-"`
+	EnvLabel string                   `json:"env_label,omitempty" flag:"-"`
 
 	// Model is the policy's size preset: tiny | small | base (small);
 	// ignored when Pretrained or Init gives the policy.
-	Model string `json:"model"`
+	Model string `json:"model" flag:"model" help:"model preset: tiny | small | base"`
 	// Pretrained is a Hugging Face model directory (config.json, safetensors,
 	// tokenizer.json, tokenizer_config.json; Qwen2 or Llama): the policy,
 	// its tokenizer and its chat template come from it instead of the warm
@@ -41,50 +41,50 @@ type Config struct {
 	// ContextLength are then ignored (the checkpoint's own sizes and
 	// max_position_embeddings hold); WarmStart.Steps > 0 fine-tunes it on
 	// demonstrations first. Empty: the warm start.
-	Pretrained string `json:"pretrained,omitempty"`
+	Pretrained string `json:"pretrained,omitempty" flag:"pretrained" help:"start from this Hugging Face model directory (Qwen2 or Llama: config.json, safetensors, tokenizer); no fine-tuning unless -sft-steps is given"`
 	// Init is a checkpoint of ours to start from instead of the warm start:
 	// a directory written by model.Save, or a run's checkpoints/step-N
 	// (its policy/). Its tokenizer comes with it, the template is our
 	// ChatML, the critic starts from the policy; Model, VocabSize and
 	// ContextLength are ignored as for Pretrained.
-	Init string `json:"init,omitempty"`
+	Init string `json:"init,omitempty" flag:"init" help:"start from this checkpoint of ours instead of the warm start (a model.Save directory, a cached warm start, or runs/x/checkpoints/step-N/policy); no fine-tuning unless -sft-steps is given"`
 	// Backend is the compute backend: cpu | cuda (empty means cpu). The
 	// models run on it with their parameters, gradients, activations, KV
 	// caches and optimizer state (model.Model.Use); "cuda" needs a binary
 	// built with -tags cuda and a CUDA device.
-	Backend string `json:"backend"`
+	Backend string `json:"backend" flag:"backend" help:"compute backend: cpu | cuda (cuda: a binary built with -tags cuda)"`
 	// Precision of the matrix products: f32 | bf16 (empty means f32).
 	// bf16 keeps the float32 parameters as the master copy that AdamW
 	// updates and multiplies bf16-rounded weights and activations with
 	// float32 accumulation; every other op stays float32
 	// (model.Model.Use). The same on every backend, the CPU included.
-	Precision string `json:"precision,omitempty"`
+	Precision string `json:"precision,omitempty" flag:"precision" help:"matrix products: f32 | bf16 (bf16 weights and activations, f32 master weights and accumulation; on every backend)"`
 	// LoRA, when set, trains low-rank adapters (rank, alpha, target
 	// modules) on the frozen policy instead of all its weights, after the
 	// warm start: the critic is its own adapters and value head on the same
 	// base in memory, the reference policy is the base itself, and
 	// checkpoints also hold the policy's adapters as a PEFT directory
 	// (policy-adapter/). nil: full fine-tuning.
-	LoRA *model.LoRA `json:"lora,omitempty"`
+	LoRA *model.LoRA `json:"lora,omitempty" flag:"lora" group:"LoRA (adapters on the frozen policy instead of full fine-tuning)"`
 	// ContextLength is the policy's max_position_embeddings, the longest
 	// conversation in tokens (1024).
-	ContextLength int `json:"context_length"`
+	ContextLength int `json:"context_length" flag:"context-length" help:"longest conversation in tokens (a loaded model keeps its own)"`
 	// VocabSize of the byte-level BPE vocabulary trained on the
 	// environment's text for the tiny presets (512).
-	VocabSize int `json:"vocab_size"`
+	VocabSize int `json:"vocab_size" flag:"vocab-size" help:"BPE vocabulary trained on the environment's text (a loaded model keeps its own)"`
 
 	// Algo holds advantages, losses, KL and the group filter (StarPO-S).
-	Algo algo.Config `json:"algo"`
+	Algo algo.Config `json:"algo" flag:"" group:"algorithm (defaults: StarPO-S; -preset starpo changes them, these flags override the preset)"`
 	// FilterEmptyStop ends the run early, as finished, after this many
 	// consecutive steps whose filter kept no group (each is skipped: no
 	// update); 0 never stops (0; RAGEN rollout_filter_empty_stop_steps 5).
-	FilterEmptyStop int `json:"filter_empty_stop,omitempty"`
+	FilterEmptyStop int `json:"filter_empty_stop,omitempty" flag:"filter-empty-stop" help:"end the run after N consecutive steps whose filter kept no group (0: never; RAGEN 5)"`
 	// LossMask chooses which agent tokens the policy loss (and its
 	// entropy and KL terms) covers, VAGEN-style: all | answer | think
 	// ("" = all, as RAGEN). The critic, the advantages and the metrics
 	// keep every agent token. With LossMaskFunc it is that rule's text,
 	// a label for config.json.
-	LossMask string `json:"loss_mask,omitempty"`
+	LossMask string `json:"loss_mask,omitempty" flag:"loss-mask" help:"agent tokens the policy loss covers: all | answer | think (the critic and advantages keep every agent token)"`
 	// LossMaskFunc, when set, decides per sampled token whether the
 	// policy loss covers it (the DSL's loss-mask expressions); an error
 	// stops the run, naming the token.
@@ -92,55 +92,55 @@ type Config struct {
 
 	// Steps is the number of training steps (rollout + update) (40); 0
 	// only evaluates the starting policy on the validation games.
-	Steps int `json:"steps"`
+	Steps int `json:"steps" flag:"steps" help:"training steps (0: only evaluate the starting policy on the -val games)" group:"training"`
 	// Seed fixes everything: environment seeds, sampling streams, model
 	// init. Same seed, same metrics, bit for bit (1).
-	Seed int64 `json:"seed"`
+	Seed int64 `json:"seed" flag:"seed" help:"experiment seed: same seed, same metrics"`
 
 	// EnvGroups × GroupSize trajectories per step; a group shares one
 	// initial state (8 × 8; RAGEN 8 × 16).
-	EnvGroups int `json:"env_groups"`
-	GroupSize int `json:"group_size"`
+	EnvGroups int `json:"env_groups" flag:"groups" help:"environment groups per step (one initial state each)" group:"rollouts"`
+	GroupSize int `json:"group_size" flag:"group-size" help:"trajectories per group"`
 	// MaxTokensPerTurn ends a response not closed by </answer> (200; the
 	// experts' longest Sokoban reasoning is about 130 tokens of a 512 vocabulary).
-	MaxTokensPerTurn int `json:"max_tokens_per_turn"`
+	MaxTokensPerTurn int `json:"max_tokens_per_turn" flag:"max-tokens" help:"tokens per response before it is cut (unclosed </answer>)"`
 	// Temperature, TopK, TopP of training rollouts (1, 0 = off, 1 = off).
-	Temperature float32 `json:"temperature"`
-	TopK        int     `json:"top_k"`
-	TopP        float32 `json:"top_p"`
+	Temperature float32 `json:"temperature" flag:"temperature" help:"sampling temperature of training rollouts (the PPO ratio uses logits ÷ this temperature)"`
+	TopK        int     `json:"top_k" flag:"top-k" help:"sample among the k likeliest tokens (0: off)"`
+	TopP        float32 `json:"top_p" flag:"top-p" help:"nucleus sampling: the smallest set of tokens with this much probability (1: off)"`
 	// FormatPenalty is added to a turn's reward when its answer does not
 	// parse or names an unknown action (−0.1).
-	FormatPenalty float64 `json:"format_penalty"`
+	FormatPenalty float64 `json:"format_penalty" flag:"format-penalty" help:"reward added to a turn whose answer does not parse (≤ 0)"`
 	// Think asks for <think>…</think> before the answer (true).
-	Think bool `json:"think"`
+	Think bool `json:"think" flag:"think" help:"ask for <think>…</think> before the answer (-think=false: answer only)"`
 
 	// ValEpisodes on held-out seeds every ValEvery steps, and before the
 	// first and after the last step; 0 turns validation off (64, 10).
-	ValEpisodes int `json:"val_episodes"`
-	ValEvery    int `json:"val_every"`
+	ValEpisodes int `json:"val_episodes" flag:"val" help:"validation episodes on held-out seeds (0: none)" group:"validation"`
+	ValEvery    int `json:"val_every" flag:"val-every" help:"validate every N steps"`
 	// ValTemperature samples validation responses (0.5 as RAGEN; 0 = greedy).
-	ValTemperature float32 `json:"val_temperature"`
+	ValTemperature float32 `json:"val_temperature" flag:"val-temperature" help:"sampling temperature of validation (0: greedy)"`
 
 	// ActorLR and CriticLR are AdamW learning rates (3e-4, 1e-3: a tiny
 	// model needs larger steps than RAGEN's 1e-6 / 1e-5 for a 0.5B model;
 	// 1e-3 for the actor destabilises Bandit within 10 steps).
-	ActorLR  float64 `json:"actor_lr"`
-	CriticLR float64 `json:"critic_lr"`
+	ActorLR  float64 `json:"actor_lr" flag:"lr" help:"actor learning rate (AdamW)" group:"optimisation"`
+	CriticLR float64 `json:"critic_lr" flag:"critic-lr" help:"critic learning rate (AdamW)"`
 	// LRWarmup ramps both learning rates linearly from 1/LRWarmup of their
 	// value over the first LRWarmup optimizer updates (0 = constant, as
 	// RAGEN). Adam's first updates after a warm start move every weight by
 	// about the full learning rate whatever its gradient (m̂/√v̂ = ±1 at
 	// t = 1), which on a tiny sharp policy is mostly noise (decision 23).
-	LRWarmup int `json:"lr_warmup_steps,omitempty"`
+	LRWarmup int `json:"lr_warmup_steps,omitempty" flag:"lr-warmup" help:"optimizer updates over which the learning rates ramp up linearly (0: constant)"`
 	// WeightDecay of AdamW, not applied to norms and biases (0.01).
-	WeightDecay float64 `json:"weight_decay"`
+	WeightDecay float64 `json:"weight_decay" flag:"weight-decay" help:"AdamW weight decay (not on norms and biases)"`
 	// GradClip is the global gradient-norm bound (1.0).
-	GradClip float64 `json:"grad_clip"`
+	GradClip float64 `json:"grad_clip" flag:"grad-clip" help:"global gradient-norm bound"`
 	// PPOEpochs passes over each step's rollouts, each split into
 	// MiniBatches optimizer steps (1, 2; RAGEN makes one update per step,
 	// a small model learns faster from two).
-	PPOEpochs   int `json:"ppo_epochs"`
-	MiniBatches int `json:"mini_batches"`
+	PPOEpochs   int `json:"ppo_epochs" flag:"epochs" help:"PPO epochs over each step's rollouts"`
+	MiniBatches int `json:"mini_batches" flag:"minibatches" help:"optimizer steps per PPO epoch"`
 	// MicroBatchTokens bounds the tokens of one forward and backward pass
 	// of an update (0: a whole minibatch at once): a larger minibatch is
 	// split into micro-batches of whole trajectories whose gradients
@@ -150,55 +150,55 @@ type Config struct {
 	// update is the same as unsplit up to the order of the sums; each
 	// micro-batch is run forward again for its backward pass. What fits
 	// in memory bounds it: the activations of a pass grow with its tokens.
-	MicroBatchTokens int `json:"micro_batch_tokens,omitempty"`
+	MicroBatchTokens int `json:"micro_batch_tokens,omitempty" flag:"micro-batch-tokens" help:"most tokens of one forward and backward pass of an update: larger minibatches accumulate gradients over micro-batches (0: a whole minibatch at once)"`
 	// Recompute keeps only each block's input in a forward pass and
 	// recomputes the block's activations in the backward pass (activation
 	// checkpointing): one block's activations in memory instead of all,
 	// for one more forward pass. The numbers are the same.
-	Recompute bool `json:"recompute,omitempty"`
+	Recompute bool `json:"recompute,omitempty" flag:"recompute" help:"keep one transformer block's activations, recomputing them in the backward pass (less memory, one more forward pass; the same numbers)"`
 	// ReuseRollouts > 1 trains on each batch of rollouts for that many
 	// steps before collecting fresh ones (1 = online: fresh every step).
-	ReuseRollouts int `json:"reuse_rollouts"`
+	ReuseRollouts int `json:"reuse_rollouts" flag:"reuse-rollouts" help:"train this many steps on each batch of rollouts (1: fresh rollouts every step)"`
 
 	// WarmStart fine-tunes the policy on expert demonstrations first.
-	WarmStart WarmStart `json:"warm_start"`
+	WarmStart WarmStart `json:"warm_start" flag:"sft" group:"warm start (fine-tuning on expert demonstrations before RL)"`
 
 	// Monitor watches for collapse (the Echo Trap).
-	Monitor MonitorConfig `json:"monitor"`
+	Monitor MonitorConfig `json:"monitor" flag:"monitor" group:"collapse monitor (the Echo Trap)"`
 
 	// RunDir receives config.json, metrics.jsonl, events.jsonl and
 	// checkpoints; empty keeps the run in memory only.
-	RunDir string `json:"-"`
+	RunDir string `json:"-" flag:"run" help:"run directory for config, metrics.jsonl, events and checkpoints" group:"run directory and checkpoints"`
 	// CheckpointEvery saves a checkpoint every N steps (0 = only at the end,
 	// when RunDir is set).
-	CheckpointEvery int `json:"checkpoint_every"`
+	CheckpointEvery int `json:"checkpoint_every" flag:"checkpoint-every" help:"checkpoint every N steps (0: at the end only)"`
 
 	// Reward, when set, replaces the trajectory reward (the sum of turn
 	// rewards and penalties) by a user function of the trajectory and its
 	// group (the trajectories sharing its initial state, itself included).
 	// An error stops the run, naming the trajectory. The DSL plugs reward
 	// expressions in here.
-	Reward func(t *rollout.Trajectory, group []*rollout.Trajectory) (float64, error) `json:"-"`
+	Reward func(t *rollout.Trajectory, group []*rollout.Trajectory) (float64, error) `json:"-" flag:"-"`
 	// GroupScore, when set, replaces the filter metric: it scores a group
 	// from its trajectories and their rewards, and the top Algo.FilterRatio
 	// are kept. An error stops the run, naming the group.
-	GroupScore func(group []*rollout.Trajectory, rewards []float64) (float64, error) `json:"-"`
+	GroupScore func(group []*rollout.Trajectory, rewards []float64) (float64, error) `json:"-" flag:"-"`
 }
 
 // WarmStart is the supervised fine-tuning on demonstrations that stands in
 // for the instruct model RAGEN starts from.
 type WarmStart struct {
 	// Steps of SFT; 0 skips the warm start (500).
-	Steps int `json:"steps"`
+	Steps int `json:"steps" flag:"steps" help:"warm-start fine-tuning steps (0: none)"`
 	// Episodes of expert play to learn from (512).
-	Episodes int `json:"episodes"`
+	Episodes int `json:"episodes" flag:"episodes" help:"expert episodes the warm start learns from"`
 	// Imperfect is the fraction of turns answered by an imperfect
 	// demonstration, leaving room for RL to improve (0.3).
-	Imperfect float64 `json:"imperfect"`
+	Imperfect float64 `json:"imperfect" flag:"imperfect" help:"fraction of warm-start turns answered by an imperfect demonstration"`
 	// LR of AdamW during SFT, with cosine decay (3e-3).
-	LR float64 `json:"lr"`
+	LR float64 `json:"lr" flag:"lr" help:"warm-start learning rate (AdamW, cosine decay)"`
 	// BatchSize in episodes per SFT step (8).
-	BatchSize int `json:"batch_size"`
+	BatchSize int `json:"batch_size" flag:"batch-size" help:"episodes per warm-start step"`
 	// LearnContext also trains on the context tokens (system prompt,
 	// observations, rewards), as a language model, not only on the agent's
 	// responses (false). A model trained from scratch needs it to learn to
@@ -206,10 +206,10 @@ type WarmStart struct {
 	// (Goal: (2, 2) on every turn), and predicting them grows the attention
 	// heads that look a position up, which the responses alone, a few
 	// digits among many template tokens, do not (decision 21).
-	LearnContext bool `json:"learn_context,omitempty"`
+	LearnContext bool `json:"learn_context,omitempty" flag:"context" help:"warm start also learns the context tokens (observations), not only the responses: needed to learn to read the state from scratch"`
 	// CacheDir keeps warm starts by a hash of their config, so re-running
 	// a notebook does not redo them; empty = the user cache directory.
-	CacheDir string `json:"-"`
+	CacheDir string `json:"-" flag:"cache-dir" help:"directory of cached warm starts (default: $RAGEN_CACHE or the user cache directory)"`
 }
 
 // Default returns StarPO-S on Bandit with the small model.

@@ -21,32 +21,32 @@ const (
 // factor Smoothing, so one noisy step does not fire it.
 type MonitorConfig struct {
 	// Action: warn | stop | rewind (warn).
-	Action string `json:"action"`
+	Action string `json:"action" flag:"action" help:"what a collapse signal does: warn | stop | rewind (to the best weights so far)"`
 	// Smoothing α of the EMA  s_t = α·s_{t−1} + (1−α)·x_t  (0.7).
-	Smoothing float64 `json:"smoothing"`
+	Smoothing float64 `json:"smoothing" flag:"smoothing" help:"EMA factor α of the smoothed signals, in [0, 1)"`
 	// Warmup steps before any detector may fire (5).
-	Warmup int `json:"warmup"`
+	Warmup int `json:"warmup" flag:"warmup" help:"steps before any detector may fire"`
 	// StdDrop fires "reward_std_collapse" when the smoothed in-group reward
 	// std falls below (1 − StdDrop) × its peak (0.6): groups stop
 	// disagreeing, the filter and group advantages lose their signal.
-	StdDrop float64 `json:"std_drop"`
+	StdDrop float64 `json:"std_drop" flag:"std-drop" help:"in-group reward std collapse: fraction below its peak"`
 	// EntropyDrop fires "entropy_collapse" when the smoothed entropy falls
 	// below (1 − EntropyDrop) × its peak (0.6).
-	EntropyDrop float64 `json:"entropy_drop"`
+	EntropyDrop float64 `json:"entropy_drop" flag:"entropy-drop" help:"entropy collapse: fraction below its peak"`
 	// EntropySwings fires "entropy_oscillation" when the entropy's step to
 	// step change reverses sign this many times in a row, each change
 	// larger than 10% of the level (4).
-	EntropySwings int `json:"entropy_swings"`
+	EntropySwings int `json:"entropy_swings" flag:"entropy-swings" help:"entropy oscillation: sign reversals in a row"`
 	// GradSpike fires "grad_norm_spike" when the gradient norm exceeds this
 	// multiple of its running median over the last Window steps (5).
-	GradSpike float64 `json:"grad_spike"`
+	GradSpike float64 `json:"grad_spike" flag:"grad-spike" help:"gradient-norm spike: multiple of the running median (> 1)"`
 	// RewardDrop fires "reward_drop" when the smoothed reward falls by this
 	// fraction of its rise (peak − first value) below its peak (0.5). A
 	// rise within the noise — less than 3× the median step-to-step change
 	// of the raw reward over the last Window steps — does not count.
-	RewardDrop float64 `json:"reward_drop"`
+	RewardDrop float64 `json:"reward_drop" flag:"reward-drop" help:"reward drop: fraction of its rise below its peak"`
 	// Window of the running median (10).
-	Window int `json:"window"`
+	Window int `json:"window" flag:"window" help:"steps of the running median (≥ 3)"`
 }
 
 // DefaultMonitor warns on every signal with the defaults above.
