@@ -16,6 +16,11 @@
 // value of the state before it — and Backward takes ∂loss/∂ of each of
 // those per token, so any PPO/GRPO/SFT loss is a choice of coefficients.
 //
+// WithLoRA makes a model that trains low-rank adapters on a frozen base
+// (PEFT's math and files: SaveAdapter, LoadAdapter, Merged); SetRecompute
+// trades a forward pass for holding one block's activations; a long batch
+// over a large vocabulary runs the LM head in blocks of rows.
+//
 // Generation uses a Decoder: a KV cache over a batch of sequences that grow
 // across turns (prompt, generated tokens, environment chunks), never
 // recomputing a prefix.

@@ -159,7 +159,8 @@ type adapter struct {
 // (with a value head instead of the LM head when valueHead is set: a
 // critic on the policy's base). It shares m's memory — m itself stays the
 // model without adapters, the reference policy at no cost — and lives on
-// m's backend at m's precision. Move m first, then make its adapters.
+// m's backend at m's precision. Move m first, then make its adapters:
+// moving m afterwards (Use) leaves them reading memory m no longer uses.
 func (m *Model) WithLoRA(l LoRA, valueHead bool, seed uint64) (*Model, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
