@@ -27,6 +27,8 @@ func (s *stepCounter) Phase(step int, phase string) {
 	}
 }
 func (s *stepCounter) Event(metrics.Event) {}
+
+func (s *stepCounter) WarmStart(train.WarmStartProgress) {}
 func (s *stepCounter) Step(m metrics.Step) {
 	if m.Step > 0 {
 		s.steps++

@@ -96,7 +96,7 @@ func Run(ctx context.Context, nb *Notebook, opts Options) (*Report, error) {
 	dsl.SetContext(cellctx.Context)
 	dsl.SetDisplay(r.dslDisplay)
 	if opts.Progress != nil {
-		dsl.SetObserver(func() train.Observer { return stepPrinter{opts.Progress} })
+		dsl.SetObserver(func() train.Observer { return &stepPrinter{w: opts.Progress} })
 	}
 	defer func() {
 		dsl.SetContext(nil)
@@ -341,16 +341,31 @@ func cellStatus(cr *CellReport) string {
 	return fmt.Sprintf("FAILED %s: %s", d, cr.Err.Error())
 }
 
-// stepPrinter reports a training run's progress, one line per step.
-type stepPrinter struct{ w io.Writer }
+// stepPrinter reports a training run's progress, one line per step, and
+// during the warm start's fine-tuning its first and last step and one
+// every warmStartEvery in between.
+type stepPrinter struct {
+	w         io.Writer
+	warmShown time.Duration // Elapsed of the last warm-start line
+}
 
-func (p stepPrinter) Phase(step int, phase string) {
+// warmStartEvery is the longest the warm start goes without a line.
+const warmStartEvery = 10 * time.Second
+
+func (p *stepPrinter) WarmStart(w train.WarmStartProgress) {
+	if w.Step == 1 || w.Step == w.Steps || w.Elapsed-p.warmShown >= warmStartEvery {
+		p.warmShown = w.Elapsed
+		fmt.Fprintln(p.w, "  "+w.String())
+	}
+}
+
+func (p *stepPrinter) Phase(step int, phase string) {
 	if phase == "warm_start" {
 		fmt.Fprintln(p.w, "  warm start (cached after the first run)...")
 	}
 }
 
-func (p stepPrinter) Step(s metrics.Step) {
+func (p *stepPrinter) Step(s metrics.Step) {
 	line := fmt.Sprintf("  step %3d", s.Step)
 	for _, m := range []struct{ label, name string }{
 		{"reward", metrics.RewardMean}, {"success", metrics.SuccessRate},
@@ -363,6 +378,6 @@ func (p stepPrinter) Step(s metrics.Step) {
 	fmt.Fprintln(p.w, line)
 }
 
-func (p stepPrinter) Event(e metrics.Event) {
+func (p *stepPrinter) Event(e metrics.Event) {
 	fmt.Fprintf(p.w, "  ! step %d %s: %s\n", e.Step, e.Kind, e.Message)
 }

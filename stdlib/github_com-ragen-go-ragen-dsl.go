@@ -5,6 +5,7 @@ package stdlib
 import (
 	"github.com/ragen-go/ragen/dsl"
 	"github.com/ragen-go/ragen/engine/metrics"
+	"github.com/ragen-go/ragen/engine/train"
 	"github.com/ragen-go/ragen/envs"
 	"go/constant"
 	"go/token"
@@ -172,12 +173,13 @@ func (W _github_com_ragen_go_ragen_dsl_Env) Step(action string) envs.StepResult 
 
 // _github_com_ragen_go_ragen_dsl_RunObserver is an interface wrapper for RunObserver type
 type _github_com_ragen_go_ragen_dsl_RunObserver struct {
-	IValue interface{}
-	WBegin func(name string, steps int)
-	WEnd   func(r *dsl.Run, err error)
-	WEvent func(e metrics.Event)
-	WPhase func(step int, phase string)
-	WStep  func(s metrics.Step)
+	IValue     interface{}
+	WBegin     func(name string, steps int)
+	WEnd       func(r *dsl.Run, err error)
+	WEvent     func(e metrics.Event)
+	WPhase     func(step int, phase string)
+	WStep      func(s metrics.Step)
+	WWarmStart func(p train.WarmStartProgress)
 }
 
 func (W _github_com_ragen_go_ragen_dsl_RunObserver) Begin(name string, steps int) {
@@ -194,4 +196,7 @@ func (W _github_com_ragen_go_ragen_dsl_RunObserver) Phase(step int, phase string
 }
 func (W _github_com_ragen_go_ragen_dsl_RunObserver) Step(s metrics.Step) {
 	W.WStep(s)
+}
+func (W _github_com_ragen_go_ragen_dsl_RunObserver) WarmStart(p train.WarmStartProgress) {
+	W.WWarmStart(p)
 }

@@ -30,13 +30,14 @@ func init() {
 		"WarmStartVersion": reflect.ValueOf(constant.MakeFromLiteral("4", token.INT, 0)),
 
 		// type definitions
-		"Config":        reflect.ValueOf((*train.Config)(nil)),
-		"MaskToken":     reflect.ValueOf((*train.MaskToken)(nil)),
-		"Monitor":       reflect.ValueOf((*train.Monitor)(nil)),
-		"MonitorConfig": reflect.ValueOf((*train.MonitorConfig)(nil)),
-		"Observer":      reflect.ValueOf((*train.Observer)(nil)),
-		"Trainer":       reflect.ValueOf((*train.Trainer)(nil)),
-		"WarmStart":     reflect.ValueOf((*train.WarmStart)(nil)),
+		"Config":            reflect.ValueOf((*train.Config)(nil)),
+		"MaskToken":         reflect.ValueOf((*train.MaskToken)(nil)),
+		"Monitor":           reflect.ValueOf((*train.Monitor)(nil)),
+		"MonitorConfig":     reflect.ValueOf((*train.MonitorConfig)(nil)),
+		"Observer":          reflect.ValueOf((*train.Observer)(nil)),
+		"Trainer":           reflect.ValueOf((*train.Trainer)(nil)),
+		"WarmStart":         reflect.ValueOf((*train.WarmStart)(nil)),
+		"WarmStartProgress": reflect.ValueOf((*train.WarmStartProgress)(nil)),
 
 		// interface wrapper definitions
 		"_Observer": reflect.ValueOf((*_github_com_ragen_go_ragen_engine_train_Observer)(nil)),
@@ -45,10 +46,11 @@ func init() {
 
 // _github_com_ragen_go_ragen_engine_train_Observer is an interface wrapper for Observer type
 type _github_com_ragen_go_ragen_engine_train_Observer struct {
-	IValue interface{}
-	WEvent func(e metrics.Event)
-	WPhase func(step int, phase string)
-	WStep  func(s metrics.Step)
+	IValue     interface{}
+	WEvent     func(e metrics.Event)
+	WPhase     func(step int, phase string)
+	WStep      func(s metrics.Step)
+	WWarmStart func(p train.WarmStartProgress)
 }
 
 func (W _github_com_ragen_go_ragen_engine_train_Observer) Event(e metrics.Event) {
@@ -59,4 +61,7 @@ func (W _github_com_ragen_go_ragen_engine_train_Observer) Phase(step int, phase 
 }
 func (W _github_com_ragen_go_ragen_engine_train_Observer) Step(s metrics.Step) {
 	W.WStep(s)
+}
+func (W _github_com_ragen_go_ragen_engine_train_Observer) WarmStart(p train.WarmStartProgress) {
+	W.WWarmStart(p)
 }

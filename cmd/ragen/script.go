@@ -68,7 +68,7 @@ func runScript(args []string) error {
 	}()
 	dsl.SetContext(func() context.Context { return trainCtx })
 	if !*quiet {
-		dsl.SetObserver(func() train.Observer { return stepPrinter{} })
+		dsl.SetObserver(func() train.Observer { return &stepPrinter{} })
 	}
 
 	i, err := stdlib.NewInterpreter(interp.Options{
@@ -88,16 +88,19 @@ func runScript(args []string) error {
 	return err
 }
 
-// stepPrinter reports each training step on one line of standard error.
-type stepPrinter struct{}
+// stepPrinter reports each training step on one line of standard error,
+// and the warm start's progress as ragen train does.
+type stepPrinter struct{ warm warmStartLines }
 
-func (stepPrinter) Phase(step int, phase string) {
+func (p *stepPrinter) WarmStart(w train.WarmStartProgress) { p.warm.print(os.Stderr, w) }
+
+func (*stepPrinter) Phase(step int, phase string) {
 	if phase == "warm_start" {
 		fmt.Fprintln(os.Stderr, "warm start (cached after the first run)...")
 	}
 }
 
-func (stepPrinter) Step(s metrics.Step) {
+func (*stepPrinter) Step(s metrics.Step) {
 	line := fmt.Sprintf("step %3d", s.Step)
 	for _, m := range []struct{ label, name string }{
 		{"reward", metrics.RewardMean}, {"success", metrics.SuccessRate},
@@ -110,6 +113,6 @@ func (stepPrinter) Step(s metrics.Step) {
 	fmt.Fprintln(os.Stderr, line)
 }
 
-func (stepPrinter) Event(e metrics.Event) {
+func (*stepPrinter) Event(e metrics.Event) {
 	fmt.Fprintf(os.Stderr, "  ! step %d %s: %s\n", e.Step, e.Kind, e.Message)
 }

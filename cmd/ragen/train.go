@@ -176,7 +176,7 @@ func runTrain(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	obs := &printer{quiet: a.quiet, start: time.Now(), steps: c.Steps, warmStart: warmStartLine(&c)}
+	obs := &printer{out: os.Stderr, quiet: a.quiet, start: time.Now(), steps: c.Steps, warmStart: warmStartLine(&c)}
 	if c.Steps == 0 {
 		fmt.Fprintf(os.Stderr, "ragen train: %s, model %s, no training: evaluating on %d validation games\n", c.Env, c.Model, c.ValEpisodes)
 	} else {
@@ -235,19 +235,45 @@ func interrupted(step int, runDir string) string {
 	return msg
 }
 
-// printer is the terminal observer: one line per step.
+// printer is the terminal observer: one line per step, and during the
+// warm start's fine-tuning one every warmStartEvery.
 type printer struct {
+	out   io.Writer
 	quiet bool
 	start time.Time
 	steps int
 	// warmStart says what the warm_start phase does: train and cache a
 	// warm start, fine-tune a loaded model (not cached), or only load one.
 	warmStart string
+	warm      warmStartLines
 }
 
 func (p *printer) Phase(step int, phase string) {
 	if !p.quiet && phase == "warm_start" {
-		fmt.Fprintln(os.Stderr, p.warmStart)
+		fmt.Fprintln(p.out, p.warmStart)
+	}
+}
+
+// WarmStart prints the fine-tuning's progress (see warmStartLines).
+func (p *printer) WarmStart(w train.WarmStartProgress) {
+	if !p.quiet {
+		p.warm.print(p.out, w)
+	}
+}
+
+// warmStartEvery is the longest the warm start goes without a line.
+const warmStartEvery = 10 * time.Second
+
+// warmStartLines prints the warm start's first step, its last, and in
+// between one step every warmStartEvery of its elapsed time: a few lines a
+// minute, not one per step. It times by the reports' own clock
+// (WarmStartProgress.Elapsed).
+type warmStartLines struct{ shown time.Duration }
+
+func (l *warmStartLines) print(out io.Writer, w train.WarmStartProgress) {
+	if w.Step == 1 || w.Step == w.Steps || w.Elapsed-l.shown >= warmStartEvery {
+		l.shown = w.Elapsed
+		fmt.Fprintln(out, w)
 	}
 }
 
@@ -281,11 +307,11 @@ func (p *printer) Step(s metrics.Step) {
 	add("gnorm", metrics.GradNorm, "%6.3f")
 	add("tokens", metrics.TurnTokens, "%5.1f")
 	add("s", metrics.TimeStep, "%5.1f")
-	fmt.Fprintln(os.Stderr, line)
+	fmt.Fprintln(p.out, line)
 }
 
 func (p *printer) Event(e metrics.Event) {
-	fmt.Fprintf(os.Stderr, "  ! step %d %s: %s\n", e.Step, e.Kind, e.Message)
+	fmt.Fprintf(p.out, "  ! step %d %s: %s\n", e.Step, e.Kind, e.Message)
 }
 
 // summary prints the first and last value of the main metrics, and the

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ragen-go/ragen/engine/algo"
 	"github.com/ragen-go/ragen/engine/metrics"
@@ -106,6 +107,41 @@ func TestWarmStartLine(t *testing.T) {
 		if got := warmStartLine(&c); !strings.Contains(got, tc.want) {
 			t.Errorf("init %q, %d steps: %q, want it to contain %q", tc.init, tc.steps, got, tc.want)
 		}
+	}
+}
+
+// TestPrinterWarmStart: the warm start's fine-tuning prints its first step,
+// its last, and one step per 10 s of its own elapsed time in between, each
+// with the loss and the ETA; -quiet prints none of them.
+func TestPrinterWarmStart(t *testing.T) {
+	feed := func(p *printer) {
+		for i := 1; i <= 100; i++ { // one step a second
+			p.WarmStart(train.WarmStartProgress{Step: i, Steps: 100, Loss: 3 - float64(i)/50, Elapsed: time.Duration(i) * time.Second})
+		}
+	}
+	var b strings.Builder
+	feed(&printer{out: &b})
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	var steps []string
+	for _, l := range lines {
+		steps = append(steps, strings.Fields(l)[2])
+	}
+	if want := "1/100 11/100 21/100 31/100 41/100 51/100 61/100 71/100 81/100 91/100 100/100"; strings.Join(steps, " ") != want {
+		t.Errorf("printed steps %v, want %s:\n%s", steps, want, b.String())
+	}
+	for i, want := range map[int]string{
+		0:  "warm start 1/100  loss 2.9800  elapsed 1s  ETA 1m39s",
+		5:  "warm start 51/100  loss 1.9800  elapsed 51s  ETA 49s",
+		10: "warm start 100/100  loss 1.0000  elapsed 1m40s  ETA 0s",
+	} {
+		if i < len(lines) && lines[i] != want {
+			t.Errorf("line %d %q, want %q", i, lines[i], want)
+		}
+	}
+	b.Reset()
+	feed(&printer{out: &b, quiet: true})
+	if b.Len() != 0 {
+		t.Errorf("-quiet printed %q", b.String())
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 // Message is one turn of a conversation.
 type Message struct {
-	Role    string // "system", "user" or "assistant"
+	Role    string // "system", "user", "assistant", "tool" or "developer"
 	Content string
 }
 
@@ -26,10 +26,11 @@ type Message struct {
 //	<|im_start|>assistant\n                       (the generation prompt)
 //
 // We do not run Jinja: ParseChatTemplate recognises the ChatML family in
-// tokenizer_config.json's chat_template and records the two ways its
-// members differ (a default system message; Qwen3's reasoning blocks), and
-// Render reproduces what the template renders for conversations without
-// tools.
+// tokenizer_config.json's chat_template and records the ways its members
+// differ (a default system message; Qwen's tool responses; Qwen3's
+// reasoning blocks), and Render reproduces what the template renders for
+// conversations without tool calls (an assistant message's tool_calls
+// field, which Message does not have).
 type ChatTemplate struct {
 	// Source is the Jinja text as tokenizer_config.json holds it.
 	Source string
@@ -37,9 +38,19 @@ type ChatTemplate struct {
 	// does not start with one; "" renders no system turn then. Qwen2.5's is
 	// "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 	DefaultSystem string
+	// ToolResponses marks Qwen's templates (2.5 and 3), which render a run
+	// of consecutive tool messages as one user turn of
+	// "\n<tool_response>\n{content}\n</tool_response>" blocks and have no
+	// branch for other roles than system, user, assistant and tool: a
+	// developer message renders nothing. Plain ChatML (ChatMLTemplate)
+	// renders every message, tool and developer ones too, as a turn of its
+	// role.
+	ToolResponses bool
 	// Reasoning marks Qwen3's template: assistant turns after the last user
 	// message are rendered with a <think>…</think> block (empty if their
-	// content has none), those before it without their reasoning. (Its
+	// content has none), those before it without their reasoning. A user
+	// message that is a tool response (starts with <tool_response> and ends
+	// with </tool_response>) is not the last user message for this. (Its
 	// enable_thinking=false mode adds "<think>\n\n</think>\n\n" after the
 	// generation prompt; append it yourself.)
 	Reasoning bool
@@ -69,7 +80,11 @@ func ParseChatTemplate(src string) (*ChatTemplate, error) {
 			return nil, fmt.Errorf("chat_template: not a ChatML template (it lacks %s); only Qwen's ChatML templates are supported", want)
 		}
 	}
-	t := &ChatTemplate{Source: src, Reasoning: strings.Contains(src, "reasoning_content")}
+	t := &ChatTemplate{
+		Source:        src,
+		ToolResponses: strings.Contains(src, `'\n<tool_response>\n'`),
+		Reasoning:     strings.Contains(src, "reasoning_content"),
+	}
 	if m := defaultSystemRE.FindStringSubmatch(src); m != nil {
 		s, err := unquoteJinja(m[1])
 		if err != nil {
@@ -127,13 +142,14 @@ func ChatMLTemplate(defaultSystem string) string {
 
 // Render writes the conversation as the template does, followed by the
 // generation prompt "<|im_start|>assistant\n" if addGenerationPrompt. A
-// system message may come anywhere; roles other than system, user and
-// assistant (tool calls and responses) are an error.
+// system message may come anywhere. Tool and developer messages render as
+// the template renders them (see ToolResponses); any other role is an
+// error.
 func (t *ChatTemplate) Render(msgs []Message, addGenerationPrompt bool) (string, error) {
 	var b strings.Builder
-	lastQuery := len(msgs) - 1 // Qwen3: index of the last user message
+	lastQuery := len(msgs) - 1 // Qwen3: index of the last user message that is no tool response
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" {
+		if msgs[i].Role == "user" && !isToolResponse(msgs[i].Content) {
 			lastQuery = i
 			break
 		}
@@ -151,8 +167,24 @@ func (t *ChatTemplate) Render(msgs []Message, addGenerationPrompt bool) (string,
 				b.WriteString(imStart + "assistant\n" + t.qwen3Assistant(m.Content, i > lastQuery, i == len(msgs)-1) + imEnd + "\n")
 				continue
 			}
+		case "tool":
+			if t.ToolResponses {
+				// Consecutive tool messages share one user turn.
+				if i == 0 || msgs[i-1].Role != "tool" {
+					b.WriteString(imStart + "user")
+				}
+				b.WriteString("\n<tool_response>\n" + m.Content + "\n</tool_response>")
+				if i == len(msgs)-1 || msgs[i+1].Role != "tool" {
+					b.WriteString(imEnd + "\n")
+				}
+				continue
+			}
+		case "developer":
+			if t.ToolResponses {
+				continue // Qwen's templates have no branch for it
+			}
 		default:
-			return "", fmt.Errorf("chat template: message %d: role %q is not supported (want system, user or assistant)", i, m.Role)
+			return "", fmt.Errorf("chat template: message %d: role %q is not supported (want system, user, assistant, tool or developer)", i, m.Role)
 		}
 		b.WriteString(imStart + m.Role + "\n" + m.Content + imEnd + "\n")
 	}
@@ -160,6 +192,13 @@ func (t *ChatTemplate) Render(msgs []Message, addGenerationPrompt bool) (string,
 		b.WriteString(imStart + "assistant\n")
 	}
 	return b.String(), nil
+}
+
+// isToolResponse reports whether a user message is a tool's response
+// written into the user turn, which Qwen3's template does not count as the
+// user's query.
+func isToolResponse(content string) bool {
+	return strings.HasPrefix(content, "<tool_response>") && strings.HasSuffix(content, "</tool_response>")
 }
 
 // Prompt is the context before a conversation's first response: the system

@@ -130,6 +130,57 @@ func TestChatTemplateQwen3(t *testing.T) {
 	}
 }
 
+// TestChatTemplateJinja2Golden renders the conversations of
+// chat_golden_jinja2.json (tool, developer and tool-response user turns,
+// rendered by Python's Jinja2 through Qwen2.5's, Qwen3's and our ChatML
+// template: gen_chat_golden.py) and compares byte for byte.
+func TestChatTemplateJinja2Golden(t *testing.T) {
+	tmpls := map[string]*ChatTemplate{
+		"qwen2.5": readTemplate(t, "testdata/qwen2.5_chat_template.jinja"),
+		"qwen3":   readTemplate(t, "testdata/qwen3_chat_template.jinja"),
+		"chatml":  readTemplate(t, "testdata/chatml_template.jinja"),
+	}
+	for name, want := range map[string]bool{"qwen2.5": true, "qwen3": true, "chatml": false} {
+		if tmpls[name].ToolResponses != want {
+			t.Errorf("parsed %s template: ToolResponses %v, want %v", name, tmpls[name].ToolResponses, want)
+		}
+	}
+	data, err := os.ReadFile("testdata/chat_golden_jinja2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Template            string
+		Messages            []Message
+		AddGenerationPrompt bool `json:"add_generation_prompt"`
+		Text                string
+	}
+	if err := json.Unmarshal(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]bool{}
+	for i, c := range cases {
+		tmpl, ok := tmpls[c.Template]
+		if !ok {
+			t.Fatalf("case %d: unknown template %q", i, c.Template)
+		}
+		for _, m := range c.Messages {
+			roles[m.Role] = true
+		}
+		got, err := tmpl.Render(c.Messages, c.AddGenerationPrompt)
+		if err != nil {
+			t.Errorf("case %d (%s): %v", i, c.Template, err)
+			continue
+		}
+		if got != c.Text {
+			t.Errorf("case %d (%s, %v): Render =\n%q\nJinja2 reference\n%q", i, c.Template, c.Messages, got, c.Text)
+		}
+	}
+	if !roles["tool"] || !roles["developer"] || len(cases) < 60 {
+		t.Errorf("%d golden cases with roles %v: want tool and developer turns among them", len(cases), roles)
+	}
+}
+
 // TestPromptContinue checks that a rollout built from Prompt and Continue
 // is the template's rendering of the conversation.
 func TestPromptContinue(t *testing.T) {
@@ -164,8 +215,8 @@ func TestChatTemplateErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = tmpl.Render([]Message{{"user", "a"}, {"tool", "{}"}}, true)
-	if want := `chat template: message 1: role "tool" is not supported (want system, user or assistant)`; err == nil || err.Error() != want {
-		t.Errorf("tool role: %v, want %s", err, want)
+	_, err = tmpl.Render([]Message{{"user", "a"}, {"function", "{}"}}, true)
+	if want := `chat template: message 1: role "function" is not supported (want system, user, assistant, tool or developer)`; err == nil || err.Error() != want {
+		t.Errorf("function role: %v, want %s", err, want)
 	}
 }

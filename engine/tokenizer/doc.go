@@ -6,9 +6,12 @@
 //
 //  1. Added tokens (<|im_start|>, <think>, ...) are matched first, leftmost
 //     and longest first, and become one id each; they are never split.
-//  2. The text between them is optionally NFC-normalised, then cut into
-//     pre-tokens ("words") by the split regex of a named Pattern: GPT-2's, or
-//     Qwen2's (single digits, case-insensitive contractions, newline rules), or
+//  2. The text between them is optionally NFC-normalised (Unicode's NFC,
+//     without the stream-safe format golang.org/x/text applies: a run of
+//     more than 30 combining marks stays one run, as in the reference; see
+//     nfc.go), then cut into pre-tokens ("words") by the split regex of a
+//     named Pattern: GPT-2's, or Qwen2's (single digits, case-insensitive
+//     contractions, newline rules), or
 //     Llama 3's (digit runs of up to three). Go's regexp has no lookahead, so
 //     each pattern is a hand-written scanner with the regex's leftmost-first,
 //     backtracking semantics, including the `\s+(?!\S)` rule that leaves the

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 // AddedToken is a token matched in the raw text before pre-tokenization and
@@ -214,8 +212,8 @@ func (t *Tokenizer) findAdded(s string) (int, int) {
 
 // appendOrdinary appends the tokens of s, which holds no added token.
 func (t *Tokenizer) appendOrdinary(ids []int, s string) []int {
-	if t.nfc && !norm.NFC.IsNormalString(s) {
-		s = norm.NFC.String(s)
+	if t.nfc {
+		s = nfc(s)
 	}
 	for len(s) > 0 {
 		n := t.pattern.next(s)

@@ -34,7 +34,7 @@ import (
 // cached. The critic is built from the policy afterwards, as for a warm
 // start (criticFrom: same weights, a zero value head), so nothing is read
 // twice from disk.
-func initialPolicy(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), place placer) (*tokenizer.Tokenizer, *model.Model, *hf.ChatTemplate, error) {
+func initialPolicy(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), place placer, obs Observer) (*tokenizer.Tokenizer, *model.Model, *hf.ChatTemplate, error) {
 	var (
 		tok    *tokenizer.Tokenizer
 		policy *model.Model
@@ -52,14 +52,14 @@ func initialPolicy(ctx context.Context, cfg *Config, newEnv func() (envs.Env, er
 			return nil, nil, nil, err
 		}
 	default:
-		tok, policy, err := warmStart(ctx, cfg, newEnv, place)
+		tok, policy, err := warmStart(ctx, cfg, newEnv, place, obs)
 		return tok, policy, nil, err
 	}
 	if err := place(policy); err != nil {
 		return nil, nil, nil, err
 	}
 	if cfg.WarmStart.Steps > 0 {
-		if err := finetuneLoaded(ctx, cfg, newEnv, tok, policy, tmpl); err != nil {
+		if err := finetuneLoaded(ctx, cfg, newEnv, tok, policy, tmpl, obs); err != nil {
 			policy.Free()
 			return nil, nil, nil, err
 		}
@@ -104,7 +104,7 @@ func loadInit(dir string) (*tokenizer.Tokenizer, *model.Model, error) {
 // finetuneLoaded fine-tunes a loaded policy on WarmStart.Episodes expert
 // episodes laid out in its own template, as the warm start does for a
 // fresh one.
-func finetuneLoaded(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), tok *tokenizer.Tokenizer, policy *model.Model, tmpl *hf.ChatTemplate) error {
+func finetuneLoaded(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), tok *tokenizer.Tokenizer, policy *model.Model, tmpl *hf.ChatTemplate, obs Observer) error {
 	env, err := newEnv()
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func finetuneLoaded(ctx context.Context, cfg *Config, newEnv func() (envs.Env, e
 			return err
 		}
 	}
-	return finetune(ctx, policy, trajs, ws, cfg.Seed)
+	return finetune(ctx, policy, trajs, ws, cfg.Seed, obs)
 }
 
 // validateLoaded checks Pretrained and Init: at most one, and a directory

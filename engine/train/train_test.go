@@ -219,6 +219,8 @@ func (stepHook) Phase(int, string)     {}
 func (h stepHook) Step(s metrics.Step) { h(s) }
 func (stepHook) Event(metrics.Event)   {}
 
+func (stepHook) WarmStart(WarmStartProgress) {}
+
 // TestSamplesShowCreditAssignment checks the samples a run keeps: the
 // first validation episodes at every validation, and training trajectories
 // whose per-token numbers are the update's. StarPO-S is GAE with γ = λ = 1

@@ -28,6 +28,37 @@ type Observer interface {
 	Step(s metrics.Step)
 	// Event is called with each event (collapse warnings, skipped steps).
 	Event(e metrics.Event)
+	// WarmStart is called after each step of the warm start's fine-tuning
+	// (the supervised phase of "warm_start", which can take minutes), so a
+	// view can show step i/N, the loss and an ETA. A cached warm start, or
+	// a loaded model without WarmStart.Steps, reports none.
+	WarmStart(p WarmStartProgress)
+}
+
+// WarmStartProgress is one finished step of the warm start's fine-tuning.
+type WarmStartProgress struct {
+	Step  int     // steps done, 1..Steps
+	Steps int     // WarmStart.Steps
+	Loss  float64 // the step's cross-entropy, nats per learned token
+	// Elapsed is the time since the fine-tuning began (the demonstrations
+	// and the vocabulary before it excluded), so that
+	// Elapsed/Step·(Steps−Step) estimates the time left.
+	Elapsed time.Duration
+}
+
+// ETA extrapolates the time per step so far to the steps left.
+func (p WarmStartProgress) ETA() time.Duration {
+	if p.Step <= 0 {
+		return 0
+	}
+	return p.Elapsed / time.Duration(p.Step) * time.Duration(max(p.Steps-p.Step, 0))
+}
+
+// String is the progress as a log line:
+// "warm start 120/500  loss 1.2345  elapsed 1m2s  ETA 4m18s".
+func (p WarmStartProgress) String() string {
+	return fmt.Sprintf("warm start %d/%d  loss %.4f  elapsed %s  ETA %s",
+		p.Step, p.Steps, p.Loss, p.Elapsed.Round(time.Second), p.ETA().Round(time.Second))
 }
 
 // Trainer runs StarPO(-S) for one experiment. Its phases — rollout, reward,
@@ -104,7 +135,7 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 
 	obs.Phase(0, "warm_start")
 	start := time.Now()
-	if t.Tok, t.policy, t.Template, err = initialPolicy(ctx, &cfg, t.newEnv, place); err != nil {
+	if t.Tok, t.policy, t.Template, err = initialPolicy(ctx, &cfg, t.newEnv, place, obs); err != nil {
 		return nil, err
 	}
 	warm := time.Since(start).Seconds()
@@ -791,3 +822,5 @@ type nopObserver struct{}
 func (nopObserver) Phase(int, string)   {}
 func (nopObserver) Step(metrics.Step)   {}
 func (nopObserver) Event(metrics.Event) {}
+
+func (nopObserver) WarmStart(WarmStartProgress) {}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/ragen-go/ragen/engine/checkpoint"
 	"github.com/ragen-go/ragen/engine/model"
@@ -38,7 +39,7 @@ const WarmStartVersion = 4 // 4: FrozenLake on firm ice with coordinates walks i
 //
 // The fine-tuning runs on the run's compute path (place). The result is cached under a hash of everything that determines
 // it, so re-running a notebook loads it at once.
-func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), place placer) (*tokenizer.Tokenizer, *model.Model, error) {
+func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error), place placer, obs Observer) (*tokenizer.Tokenizer, *model.Model, error) {
 	path, err := WarmStartDir(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -114,7 +115,7 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 				return nil, nil, err
 			}
 		}
-		if err := finetune(ctx, policy, trajs, ws, cfg.Seed); err != nil {
+		if err := finetune(ctx, policy, trajs, ws, cfg.Seed, obs); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -155,7 +156,8 @@ func fitContext(t *rollout.Trajectory, limit int) error {
 // finetune is the supervised phase: cross-entropy on the demonstrations'
 // response tokens, or on all their tokens with WarmStart.LearnContext
 // (model.CrossEntropyGrad), minibatches drawn in a seeded shuffled order.
-func finetune(ctx context.Context, n *model.Model, demos []*rollout.Trajectory, ws WarmStart, seed int64) error {
+// obs hears of each finished step (Observer.WarmStart).
+func finetune(ctx context.Context, n *model.Model, demos []*rollout.Trajectory, ws WarmStart, seed int64, obs Observer) error {
 	oc := optim.DefaultConfig()
 	oc.LR, oc.Schedule, oc.WarmupSteps, oc.TotalSteps = ws.LR, "cosine", min(20, ws.Steps/10), ws.Steps
 	opt, err := n.NewAdamW(oc)
@@ -167,6 +169,7 @@ func finetune(ctx context.Context, n *model.Model, demos []*rollout.Trajectory, 
 	order := rng.Perm(len(demos))
 	next := 0
 	var dlp []float32
+	start := time.Now()
 	for step := 0; step < ws.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -209,6 +212,7 @@ func finetune(ctx context.Context, n *model.Model, demos []*rollout.Trajectory, 
 		if _, err := n.Step(opt); err != nil {
 			return fmt.Errorf("warm start step %d: %w", step, err)
 		}
+		obs.WarmStart(WarmStartProgress{Step: step + 1, Steps: ws.Steps, Loss: float64(loss), Elapsed: time.Since(start)})
 	}
 	return nil
 }

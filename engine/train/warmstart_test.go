@@ -2,8 +2,11 @@ package train
 
 import (
 	"context"
+	"math"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/model"
@@ -66,7 +69,7 @@ func TestWarmStartLearnContext(t *testing.T) {
 			t.Fatal(err)
 		}
 		newEnv := func() (envs.Env, error) { return envs.New(c.Env, c.EnvOptions) }
-		tok, policy, err := warmStart(context.Background(), &c, newEnv, place)
+		tok, policy, err := warmStart(context.Background(), &c, newEnv, place, nopObserver{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,5 +171,89 @@ func TestFitContextCutsAfterLastFittingTurn(t *testing.T) {
 	}
 	if err := fitContext(demo(), 4); err == nil || !strings.Contains(err.Error(), "context of 4 tokens") {
 		t.Errorf("first turn too long: %v", err)
+	}
+}
+
+// progressRecorder records the warm start's progress reports.
+type progressRecorder struct {
+	nopObserver
+	phases   []string
+	progress []WarmStartProgress
+}
+
+func (r *progressRecorder) Phase(step int, phase string)  { r.phases = append(r.phases, phase) }
+func (r *progressRecorder) WarmStart(p WarmStartProgress) { r.progress = append(r.progress, p) }
+
+// TestWarmStartReportsProgress: the warm start's fine-tuning reports each
+// step, 1..N of N with its finite loss and a growing elapsed time, after
+// the warm_start phase began and before the first rollout; the reports
+// change no number of the run; a cached warm start reports none.
+func TestWarmStartReportsProgress(t *testing.T) {
+	c := tinyConfig(t)
+	c.Steps, c.WarmStart.Steps = 1, 6
+	rec := &progressRecorder{}
+	tr, err := New(context.Background(), c, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if len(rec.progress) != c.WarmStart.Steps {
+		t.Fatalf("%d progress reports, want one per warm-start step (%d): %+v", len(rec.progress), c.WarmStart.Steps, rec.progress)
+	}
+	for i, p := range rec.progress {
+		if p.Step != i+1 || p.Steps != c.WarmStart.Steps {
+			t.Errorf("report %d: step %d/%d, want %d/%d", i, p.Step, p.Steps, i+1, c.WarmStart.Steps)
+		}
+		if !(p.Loss > 0) || math.IsInf(p.Loss, 0) {
+			t.Errorf("report %d: loss %v, want a positive finite cross-entropy", i, p.Loss)
+		}
+		if i > 0 && p.Elapsed < rec.progress[i-1].Elapsed {
+			t.Errorf("report %d: elapsed %v went back from %v", i, p.Elapsed, rec.progress[i-1].Elapsed)
+		}
+	}
+	if last := rec.progress[len(rec.progress)-1]; last.ETA() != 0 {
+		t.Errorf("ETA after the last step = %v, want 0", last.ETA())
+	}
+	if len(rec.phases) < 2 || rec.phases[0] != "warm_start" {
+		t.Errorf("phases %v: want warm_start first", rec.phases)
+	}
+
+	// The same run without an observer, its own cache: the same numbers.
+	c2 := c
+	c2.WarmStart.CacheDir = t.TempDir()
+	quiet := run(t, c2)
+	defer quiet.Close()
+	if a, b := deterministic(tr.History), deterministic(quiet.History); !reflect.DeepEqual(a, b) {
+		t.Errorf("observing the warm start changed the run:\nobserved %v\nquiet    %v", a, b)
+	}
+
+	// The first run's cache: nothing to fine-tune, nothing reported.
+	again := &progressRecorder{}
+	tr2, err := New(context.Background(), c, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr2.Close()
+	if len(again.progress) != 0 {
+		t.Errorf("a cached warm start reported %d steps", len(again.progress))
+	}
+}
+
+// TestWarmStartProgressETA: the ETA extrapolates the time per step.
+func TestWarmStartProgressETA(t *testing.T) {
+	for _, c := range []struct {
+		p    WarmStartProgress
+		want time.Duration
+	}{
+		{WarmStartProgress{Step: 10, Steps: 100, Elapsed: 20 * time.Second}, 180 * time.Second},
+		{WarmStartProgress{Step: 100, Steps: 100, Elapsed: 200 * time.Second}, 0},
+		{WarmStartProgress{Step: 0, Steps: 100}, 0},
+	} {
+		if got := c.p.ETA(); got != c.want {
+			t.Errorf("%+v: ETA %v, want %v", c.p, got, c.want)
+		}
 	}
 }

@@ -12,16 +12,18 @@
 //
 // The view publishes two displays, each with its own display id: the bar
 // (HTML: step i/N, phase, elapsed, ETA, last reward and success rate, and
-// the collapse monitor's events as lines under it) and the chart (a PNG
+// the collapse monitor's events as lines under it; during the warm start's
+// fine-tuning its step i/N, loss and ETA instead) and the chart (a PNG
 // dashboard of reward with its in-group std band, success rate and
 // validation success, entropy and gradient norm; ~50 ms to render). Later
 // states are update_display_data of the same ids, throttled: the bar at
 // most every ProgressEvery (250 ms), the chart at most every ChartEvery
 // (2 s), or at every step when steps are slower. A change that arrives
 // inside the interval is not lost: a timer publishes the latest state when
-// the interval is over. While nothing changes (the warm start reports only
-// that it begins) the bar is redrawn every TickEvery (1 s), so its elapsed
-// time runs and it does not look frozen.
+// the interval is over. While nothing changes (the warm start's
+// demonstrations and vocabulary report only that they begin) the bar is
+// redrawn every TickEvery (1 s), so its elapsed time runs and it does not
+// look frozen.
 //
 // At the end the bar becomes the outcome ("done: 40 steps in 1m12s",
 // "interrupted at step 7", or the error that stopped the run), and the

@@ -27,9 +27,9 @@ type Options struct {
 	// (2 s); a step slower than that is charted when it ends.
 	ChartEvery time.Duration
 	// TickEvery is how often the bar is redrawn while nothing else changes
-	// it (1 s), so its elapsed time runs during a long phase that reports
-	// nothing, like the warm start (the trainer tells when it begins, and
-	// nothing until step 1).
+	// it (1 s), so its elapsed time runs during a phase that reports
+	// nothing for long, like the warm start's demonstrations and
+	// vocabulary (its fine-tuning reports every step).
 	TickEvery time.Duration
 	// Now is the clock (time.Now); tests replace it.
 	Now func() time.Time
@@ -76,7 +76,8 @@ type View struct {
 	current    int // step being worked on
 	done       int // steps finished
 	last       map[string]float64
-	hist       metrics.History // chartMetrics only
+	warm       train.WarmStartProgress // the warm start's last report; Steps 0: none
+	hist       metrics.History         // chartMetrics only
 	events     []metrics.Event
 
 	shown             map[string]bool
@@ -155,6 +156,16 @@ func (v *View) Step(s metrics.Step) {
 		// A line needs two points: with one the chart would be empty boxes.
 		v.plotDirty = len(v.hist.Steps) >= 2
 	}
+	v.barDirty = true
+	v.flushLocked(false)
+}
+
+// WarmStart implements train.Observer: during the warm start the bar shows
+// its fine-tuning's step i/N, loss and ETA.
+func (v *View) WarmStart(p train.WarmStartProgress) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.warm = p
 	v.barDirty = true
 	v.flushLocked(false)
 }
@@ -309,7 +320,12 @@ func (v *View) barBundleLocked(now time.Time) map[string]any {
 	if v.total > 0 {
 		step = fmt.Sprintf("step %d/%d", min(max(v.current, v.done), v.total), v.total)
 	}
-	parts := []string{step, v.phaseName(), "elapsed " + clock(elapsed)}
+	parts := []string{step, v.phaseName()}
+	if v.phase == "warm_start" && v.warm.Steps > 0 {
+		w := v.warm
+		parts = append(parts[:1], fmt.Sprintf("warm start %d/%d", w.Step, w.Steps), fmt.Sprintf("loss %.3g", w.Loss), "ETA "+clock(w.ETA()))
+	}
+	parts = append(parts, "elapsed "+clock(elapsed))
 	if eta, ok := v.etaLocked(now); ok {
 		parts = append(parts, "ETA "+clock(eta))
 	}

