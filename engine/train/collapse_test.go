@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"math"
 	"reflect"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ragen-go/ragen/engine/metrics"
+	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/rollout"
 )
 
@@ -177,4 +179,58 @@ func TestCollapseMetricsChangeNothingElse(t *testing.T) {
 	if !slices.Equal(policyOf(t, off).Params.Data, policyOf(t, on).Params.Data) {
 		t.Error("turning the collapse metrics on changed the policy")
 	}
+}
+
+// Each cell of the packed, chunked cross-scoring is log p(z_i | x_j) of
+// x_j ++ z_i scored alone.
+func TestCrossScoreMatchesSingleForwards(t *testing.T) {
+	c := tinyConfig(t)
+	c.MicroBatchTokens = 300 // several chunks
+	tr, err := New(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	trajs, err := tr.play(context.Background(), tr.trainTasks(1), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var xs, zs [][]int
+	var groups, pick []int
+	for _, traj := range trajs {
+		if x, z, ok := firstTurn(traj); ok && len(z) > 0 {
+			pick = append(pick, len(xs))
+			xs, zs, groups = append(xs, x), append(zs, z), append(groups, traj.Group)
+		}
+	}
+	s, err := tr.crossScore(xs, zs, groups, pick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.sig) < 2 {
+		t.Skipf("%d prompts among the valid first turns", len(s.sig))
+	}
+	prompt := map[int][]int{} // column → x_j: the first member's prompt
+	for r, i := range pick {
+		if _, ok := prompt[s.col[r]]; !ok {
+			prompt[s.col[r]] = xs[i]
+		}
+	}
+	for r, i := range pick {
+		for j := range s.sig {
+			seq := append(slices.Clone(prompt[j]), zs[i]...)
+			out, err := tr.policy.Forward(seq, []int{len(seq)}, model.Want{LM: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum float64
+			for _, lp := range out.LogProb[len(prompt[j]):] {
+				sum += float64(lp)
+			}
+			if math.Abs(s.seq[r][j]-sum) > 1e-3*max(1, math.Abs(sum)) || math.Abs(s.tok[r][j]-sum/float64(len(zs[i]))) > 1e-3 {
+				t.Fatalf("ℓ[%d][%d] = %v (%v per token), scored alone %v", r, j, s.seq[r][j], s.tok[r][j], sum)
+			}
+		}
+	}
+	t.Logf("%d pairs × %d prompts", len(pick), len(s.sig))
 }
