@@ -121,6 +121,11 @@ type Experiment struct {
 	// the best weights so far, judged by validation success, or by reward
 	// on steps without validation).
 	Monitor string `train:"monitor.action"`
+	// CollapseEvery computes RAGEN-2's template-collapse metrics (the
+	// mutual information between prompts and the reasoning, retrieval of
+	// the prompt from it) on step 1 and every N steps (0: never; RAGEN-2
+	// 5); they change no other number of the run.
+	CollapseEvery int `train:"collapse_every"`
 
 	// Fresh re-runs even when the cache holds this experiment's result.
 	Fresh bool

@@ -52,6 +52,8 @@ var dashPanels = []dashPanel{
 	{title: "KL to rollout policy", yLabel: "KL", solid: metrics.ApproxKL, dashed: metrics.RefKL, dashTag: "to ref"},
 	{title: "clip fraction", yLabel: "clipped fraction", solid: metrics.ClipFrac, dashed: metrics.ClipFracLower, dashTag: "low side"},
 	{title: "filter keep ratio", yLabel: "kept fraction", solid: metrics.FilterKeepRatio, unit: true},
+	// RAGEN-2's template collapse: on the steps that compute it (train.Config.CollapseEvery).
+	{title: "MI of prompt and reasoning", yLabel: "nats per token", solid: metrics.CollapseMI},
 }
 
 // NewDashboard returns an empty dashboard.

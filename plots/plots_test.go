@@ -225,6 +225,34 @@ func TestDashboardOmitsAbsentPanels(t *testing.T) {
 	}
 }
 
+// The template-collapse panel shows a metric computed on some steps only.
+func TestDashboardCollapsePanel(t *testing.T) {
+	h := &metrics.History{Name: "collapse"}
+	for s := 1; s <= 10; s++ {
+		v := map[string]float64{metrics.RewardMean: 0.1 * float64(s)}
+		if s == 1 || s%5 == 0 {
+			v[metrics.CollapseMI] = 0.2 / float64(s)
+		}
+		h.Steps = append(h.Steps, metrics.Step{Step: s, Values: v})
+	}
+	d := plots.NewDashboard()
+	d.Add(h)
+	f, err := d.Figure()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var titles []string
+	for _, p := range f.Panels {
+		titles = append(titles, p.Title.Text)
+	}
+	if got, want := strings.Join(titles, "|"), "reward mean|MI of prompt and reasoning"; got != want {
+		t.Errorf("panels %q, want %q", got, want)
+	}
+	if _, err := d.PNG(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLogScaleNeverPanics(t *testing.T) {
 	for _, tc := range []struct {
 		values []float64

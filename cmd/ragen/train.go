@@ -306,6 +306,7 @@ func (p *printer) Step(s metrics.Step) {
 	add("entropy", metrics.Entropy, "%5.3f")
 	add("gnorm", metrics.GradNorm, "%6.3f")
 	add("tokens", metrics.TurnTokens, "%5.1f")
+	add("mi", metrics.CollapseMI, "%6.4f") // on the steps -collapse-every computes it
 	add("s", metrics.TimeStep, "%5.1f")
 	fmt.Fprintln(p.out, line)
 }

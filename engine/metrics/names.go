@@ -60,6 +60,50 @@ const (
 	// under a selective loss mask (train.Config.LossMask; absent with all).
 	LossMaskFrac = "actor/loss_mask_frac"
 
+	// RAGEN-2's template-collapse diagnostics (train.Config.CollapseEvery),
+	// named as RAGEN-2 names them. Up to 64 first turns are sampled; x_j is
+	// the first prompt of group j up to and including <think>, z_i the
+	// reasoning of pair i, ℓ_ij = log p(z_i | x_j) by teacher forcing,
+	// per token (mean over z_i) or per sequence (sum, the _seq variants).
+	// matched_i = ℓ_i,g(i) (its own prompt), marginal_i = logsumexp_j ℓ_ij − log N
+	// over the N prompts. Template collapse: the reasoning stops depending
+	// on the prompt, MI falls toward 0 and retrieval toward chance, while
+	// the entropy may hold.
+	CollapseNumTotal  = "collapse/first_turn_num_total" // trajectories with a first turn
+	CollapseNumValid  = "collapse/first_turn_num_valid" // of them, with reasoning inside <think>
+	CollapseValidRate = "collapse/first_turn_valid_rate"
+
+	CollapseMI          = CollapsePrefix + "mi_estimate"            // mean(matched − marginal), per token
+	CollapseMISeq       = CollapsePrefix + "mi_seq_estimate"        // per sequence
+	CollapseMIUpper     = CollapsePrefix + "mi_upper_bound"         // log N
+	CollapseMatched     = CollapsePrefix + "matched_log_prob_mean"  // mean matched, per token
+	CollapseMarginal    = CollapsePrefix + "marginal_log_prob_mean" // mean marginal, per token
+	CollapseCondEnt     = CollapsePrefix + "conditional_entropy_est"
+	CollapseCondEntSeq  = CollapsePrefix + "conditional_entropy_seq_est" // H(Z|X) ≈ −mean matched
+	CollapseReasEnt     = CollapsePrefix + "reasoning_entropy_est"
+	CollapseReasEntSeq  = CollapsePrefix + "reasoning_entropy_seq_est" // H(Z) ≈ −mean marginal
+	CollapseRetrieval   = CollapsePrefix + "retrieval_accuracy"        // argmax_j ℓ_ij is i's prompt
+	CollapseChance      = CollapsePrefix + "retrieval_chance_level"    // mean share of columns with i's prompt
+	CollapseAboveChance = CollapsePrefix + "retrieval_above_chance"
+	CollapseStd         = CollapsePrefix + "marginal_std" // population std of marginal over pairs
+	CollapseStdSeq      = CollapsePrefix + "marginal_std_seq"
+	CollapseStdEMA      = CollapsePrefix + "marginal_std_ema" // EMA, decay 0.9, over the steps computed
+	CollapseStdEMASeq   = CollapsePrefix + "marginal_std_ema_seq"
+	CollapseZ           = CollapsePrefix + "mi_zscore" // mean((matched − marginal) / (std + 1e-3))
+	CollapseZSeq        = CollapsePrefix + "mi_zscore_seq"
+	CollapseZEMA        = CollapsePrefix + "mi_zscore_ema" // with the EMA std
+	CollapseZEMASeq     = CollapsePrefix + "mi_zscore_ema_seq"
+	// Retrieval in the top k of row i: accuracy, chance min(1, k·chance), above chance.
+	CollapseRetrieval2   = CollapsePrefix + "retrieval_accuracy@2"
+	CollapseRetrieval4   = CollapsePrefix + "retrieval_accuracy@4"
+	CollapseRetrieval8   = CollapsePrefix + "retrieval_accuracy@8"
+	CollapseChance2      = CollapsePrefix + "retrieval_chance_level@2"
+	CollapseChance4      = CollapsePrefix + "retrieval_chance_level@4"
+	CollapseChance8      = CollapsePrefix + "retrieval_chance_level@8"
+	CollapseAboveChance2 = CollapsePrefix + "retrieval_above_chance@2"
+	CollapseAboveChance4 = CollapsePrefix + "retrieval_above_chance@4"
+	CollapseAboveChance8 = CollapsePrefix + "retrieval_above_chance@8"
+
 	// critic
 	ValueLoss      = "critic/vf_loss"
 	CriticGradNorm = "critic/grad_norm"
@@ -71,8 +115,15 @@ const (
 	TimeTrain     = "timing_s/train"
 	TimeWarmStart = "timing_s/warm_start"
 	TimeStep      = "timing_s/step"
-	TokensPerSec  = "perf/tokens_per_s"
+	// TimeCollapse is the template-collapse metrics' computation, part of
+	// timing_s/step (RAGEN-2's timing_s/collapse_metrics).
+	TimeCollapse = "timing_s/collapse_metrics"
+	TokensPerSec = "perf/tokens_per_s"
 	// PeakRSS is the process's peak resident memory so far in GB (10⁹
 	// bytes), from getrusage; absent where the system does not report it.
 	PeakRSS = "perf/max_rss_gb"
 )
+
+// CollapsePrefix is RAGEN-2's prefix of the first-turn template-collapse
+// metrics.
+const CollapsePrefix = "collapse_first_turn_sample/"

@@ -79,6 +79,12 @@ type Config struct {
 	// consecutive steps whose filter kept no group (each is skipped: no
 	// update); 0 never stops (0; RAGEN rollout_filter_empty_stop_steps 5).
 	FilterEmptyStop int `json:"filter_empty_stop,omitempty" flag:"filter-empty-stop" help:"end the run after N consecutive steps whose filter kept no group (0: never; RAGEN 5)"`
+	// CollapseEvery computes RAGEN-2's template-collapse diagnostics
+	// (mutual information between prompts and reasoning, retrieval
+	// accuracy; see collapse.go) on step 1 and every N steps, from up to 64
+	// sampled first turns of the step's rollouts; 0 never (0; RAGEN-2 5).
+	// They change no other number of the run (decision 39).
+	CollapseEvery int `json:"collapse_every,omitempty" flag:"collapse-every" help:"template-collapse metrics (MI of prompt and reasoning, retrieval accuracy) on step 1 and every N steps (0: never; RAGEN-2 5)"`
 	// LossMask chooses which agent tokens the policy loss (and its
 	// entropy and KL terms) covers, VAGEN-style: all | answer | think
 	// ("" = all, as RAGEN). The critic, the advantages and the metrics
@@ -305,7 +311,7 @@ func (c *Config) Validate() error {
 		{"steps", c.Steps}, {"val_episodes", c.ValEpisodes}, {"val_every", c.ValEvery},
 		{"checkpoint_every", c.CheckpointEvery}, {"warm_start.steps", c.WarmStart.Steps},
 		{"top_k", c.TopK}, {"micro_batch_tokens", c.MicroBatchTokens},
-		{"filter_empty_stop", c.FilterEmptyStop},
+		{"filter_empty_stop", c.FilterEmptyStop}, {"collapse_every", c.CollapseEvery},
 	}
 	for _, f := range nonneg {
 		if f.v < 0 {

@@ -8,7 +8,9 @@
 //
 //  1. rollout   env_groups × group_size episodes; a group shares a reset seed
 //  2. rewards   per trajectory: the sum of turn rewards (format penalty
-//     included) or the user's reward function
+//     included) or the user's reward function; on step 1 and every
+//     collapse_every steps, RAGEN-2's template-collapse metrics
+//     (collapse.go: MI of prompt and reasoning, retrieval accuracy)
 //  3. filter    keep the top filter_ratio of groups by in-group reward std
 //  4. prepare   old and reference log-probs, critic values, advantages
 //  5. update    critic, then actor: PPO epochs over minibatches, AdamW

@@ -82,6 +82,16 @@ func (c MonitorConfig) Validate() error {
 	return nil
 }
 
+// The template-collapse detector fires when the smoothed MI estimate
+// (metrics.CollapseMI) falls below (1 − templateMIDrop) × its peak, a peak
+// above templateMIFloor nats per token (below it the reasoning never
+// depended on the prompt: nothing to lose). Constants, not knobs, so that
+// config.json keeps its keys; the entropy test reuses EntropyDrop.
+const (
+	templateMIDrop  = 0.5
+	templateMIFloor = 1e-3
+)
+
 // Monitor watches a run's metrics step by step. Each detector fires once,
 // and again only after its signal has recovered.
 type Monitor struct {
@@ -168,6 +178,17 @@ func (m *Monitor) Observe(s metrics.Step) []metrics.Event {
 		if len(m.grads) > m.cfg.Window {
 			m.grads = m.grads[1:]
 		}
+	}
+	if mi, peak, _, ok := smooth(metrics.CollapseMI); ok {
+		// Template collapse (RAGEN-2): the reasoning stops depending on
+		// the prompt — the mutual information falls — while the entropy
+		// holds, so entropy_collapse stays silent. Read on the steps that
+		// compute it (Config.CollapseEvery).
+		h, hPeak := m.ema[metrics.Entropy], m.peak[metrics.Entropy]
+		holds := hPeak > 1e-6 && h >= (1-m.cfg.EntropyDrop)*hPeak
+		fire("template_collapse", peak > templateMIFloor && mi < (1-templateMIDrop)*peak && holds,
+			fmt.Sprintf("mutual information of prompt and reasoning fell to %.3g from a peak of %.3g nats per token while the entropy holds at %.3g: the reasoning is turning into one template for every prompt", mi, peak, h),
+			map[string]float64{"mi": mi, "peak": peak, "entropy": h})
 	}
 	raw, hadRaw := m.lastReward, m.steps > 1
 	if r, peak, first, ok := smooth(metrics.RewardMean); ok {

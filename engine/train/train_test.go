@@ -200,6 +200,7 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.Algo.ClipLow = 2 }, "algo.clip_low: must be in (0, 1) (got 2)"},
 		{func(c *Config) { c.Algo.AdvEstimator = "grpo"; c.GroupSize = 1 }, "group_size: the grpo estimator normalises within groups"},
 		{func(c *Config) { c.LRWarmup = -1 }, "lr_warmup_steps: must be ≥ 0 optimizer updates (got -1)"},
+		{func(c *Config) { c.CollapseEvery = -5 }, "collapse_every: must be ≥ 0 (got -5)"},
 		{func(c *Config) { c.Monitor.Action = "panic" }, `monitor.action: must be one of warn, stop, rewind (got "panic")`},
 		{func(c *Config) { c.Backend = "cuda" }, "backend cuda: this binary was built without CUDA support; rebuild with: go build -tags cuda"},
 		{func(c *Config) { c.Backend = "tpu" }, `backend "tpu": unknown (valid: cpu, cuda)`},

@@ -95,6 +95,8 @@ type Trainer struct {
 	// stopped is set when they reach FilterEmptyStop.
 	emptySteps int
 	stopped    bool
+
+	collapseEMA collapseEMAs // the template-collapse metrics' EMA (Config.CollapseEvery)
 }
 
 // New prepares a run: validates cfg, warm-starts (or loads the cached warm
@@ -303,6 +305,10 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 		rolloutMetrics(m, trajs, rewards)
 		if n := m[metrics.ResponseTokens] * float64(len(trajs)); rolloutTime > 0 {
 			m[metrics.TokensPerSec] = n / rolloutTime
+		}
+		// Template-collapse metrics, before filtering (as RAGEN-2).
+		if err := t.collapseMetrics(step, trajs, m); err != nil {
+			return metrics.Step{}, err
 		}
 
 		// 3. Filter groups by their statistic (StarPO-S: in-group reward
