@@ -3,7 +3,8 @@ package dist
 import "math"
 
 // Fixed accumulates float32 vectors exactly. Each value v is rounded once
-// to the nearest multiple of 2⁻⁶⁴ and split into three limbs of 32 bits,
+// to a multiple of 2⁻⁶⁴ (to nearest, half away from zero) and split into
+// three limbs of 32 bits,
 //
 //	v ≈ (hi·2⁶⁴ + mid·2³² + lo) · 2⁻⁶⁴
 //
@@ -26,8 +27,6 @@ func NewFixed(n int) *Fixed { return &Fixed{Limbs: make([]int64, 3*n+1)} }
 const (
 	two32 = 1 << 32
 	two64 = float64(1<<32) * float64(1<<32)
-	// limit is 2³¹: the largest magnitude whose hi limb fits in 32 bits.
-	limit = 1 << 31
 )
 
 // Add adds x (as many values as the accumulator holds) to the sum.
@@ -35,24 +34,52 @@ func (f *Fixed) Add(x []float32) {
 	l := f.Limbs
 	bad := int64(0)
 	for i, v := range x {
-		a := float64(v)
-		if !(math.Abs(a) < limit) { // NaN too
+		hi, mid, lo, ok := limbs(v)
+		if !ok {
 			bad++
 			continue
 		}
-		// s = a·2⁶⁴ is exact in float64 (a has 24 significant bits) and so
-		// are the splits: each removes whole high bits of s.
-		s := a * two64
-		hi := math.Floor(s / two64)
-		s -= hi * two64
-		mid := math.Floor(s / two32)
-		s -= mid * two32
-		lo := math.RoundToEven(s)
-		l[3*i] += int64(hi)
-		l[3*i+1] += int64(mid)
-		l[3*i+2] += int64(lo)
+		l[3*i] += hi
+		l[3*i+1] += mid
+		l[3*i+2] += lo
 	}
 	l[len(l)-1] += bad
+}
+
+// limbs splits round(|v|·2⁶⁴) into 32-bit limbs, negated for a negative
+// v, from v's bits: v = ±m·2ᵉ with a 24-bit integer m, so |v|·2⁶⁴ is m
+// shifted left by e+64 (right, rounding half up, when that is negative).
+// ok is false for NaN, ±Inf and |v| ≥ 2³¹.
+func limbs(v float32) (hi, mid, lo int64, ok bool) {
+	b := math.Float32bits(v)
+	exp := int(b >> 23 & 0xff)
+	if exp >= 127+31 { // |v| ≥ 2³¹, Inf, NaN
+		return 0, 0, 0, false
+	}
+	m := uint64(b & (1<<23 - 1))
+	e := -149 // subnormal: m·2⁻¹⁴⁹
+	if exp > 0 {
+		m |= 1 << 23
+		e = exp - 150
+	}
+	var xl, xh uint64 // |v|·2⁶⁴ = xh·2⁶⁴ + xl
+	switch shift := e + 64; {
+	case shift < -25:
+		return 0, 0, 0, true
+	case shift < 0:
+		xl = (m + 1<<(-shift-1)) >> -shift
+	case shift == 0:
+		xl = m
+	case shift < 64:
+		xl, xh = m<<shift, m>>(64-shift)
+	default:
+		xh = m << (shift - 64)
+	}
+	hi, mid, lo = int64(xh), int64(xl>>32), int64(xl&(1<<32-1))
+	if b>>31 != 0 {
+		hi, mid, lo = -hi, -mid, -lo
+	}
+	return hi, mid, lo, true
 }
 
 // Bad is the number of values added that could not be represented.
