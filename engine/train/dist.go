@@ -21,16 +21,17 @@ import (
 //     trajectory with its global seeds), and every rank gathers every
 //     trajectory, in task order, so that rewards, the filter, the
 //     advantages and the metrics are the single process's;
-//   - update: each minibatch's trajectories are dealt round-robin; a rank
-//     computes the log-probs (values) of its own, alone, and gathers the
+//   - update: each minibatch is cut into units — its micro-batches with
+//     MicroBatchTokens, else single trajectories — dealt round-robin; a
+//     rank computes the log-probs (values) of its units and gathers the
 //     others', so every rank computes the same loss; then the gradient of
-//     each of its trajectories, alone, summed exactly (dist.Fixed) and
-//     all-reduced: the sum of per-trajectory gradients is the same bits
-//     whatever the number of ranks, and every rank takes the same AdamW
-//     step;
+//     each of its units, alone, summed exactly (dist.Fixed) and
+//     all-reduced: the units depend on the minibatch only, so the sum is
+//     the same bits whatever the number of ranks, and every rank takes the
+//     same AdamW step;
 //   - rank 0 alone writes the run directory.
 //
-// Per-trajectory gradients are not the packed minibatch's bits, so a run
+// Per-unit gradients are not the packed minibatch's bits, so a run
 // with a Comm (even dist.Single) differs from the default run in the last
 // bits of its sums; runs with a Comm agree bit for bit across world sizes.
 
@@ -101,26 +102,45 @@ type sharedTrajs struct {
 	Trajs []*rollout.Trajectory
 }
 
-// own returns the positions 0..n-1 of a minibatch that this rank computes.
-func (t *Trainer) own(n int) []int {
+// units splits a minibatch into the parts whose gradients are summed
+// exactly: its micro-batches when MicroBatchTokens is set, else one
+// trajectory each. They depend on the minibatch alone, never on the number
+// of ranks, which is what makes the sum the same bits on any world size.
+func (t *Trainer) units(trajs []*rollout.Trajectory) [][2]int {
+	if t.cfg.MicroBatchTokens > 0 {
+		return t.microBatches(trajs)
+	}
+	out := make([][2]int, len(trajs))
+	for k := range out {
+		out[k] = [2]int{k, k + 1}
+	}
+	return out
+}
+
+// own returns the units (indices into units) this rank computes:
+// round-robin.
+func (t *Trainer) own(units int) []int {
 	c := t.comm()
 	var out []int
-	for k := c.Rank(); k < n; k += c.Size() {
-		out = append(out, k)
+	for u := c.Rank(); u < units; u += c.Size() {
+		out = append(out, u)
 	}
 	return out
 }
 
 // gatherRows fills, on every rank, the rows the other ranks computed: rank
-// r has filled rows[k] (of each set) for its own k (see own).
-func (t *Trainer) gatherRows(n int, sets ...[][]float64) error {
+// r has filled rows[k] (of each set) for the trajectories k of its own
+// units (see own).
+func (t *Trainer) gatherRows(units [][2]int, sets ...[][]float64) error {
 	c := t.comm()
 	var buf []byte
-	for _, k := range t.own(n) {
-		for _, rows := range sets {
-			buf = binary.LittleEndian.AppendUint32(buf, uint32(len(rows[k])))
-			for _, v := range rows[k] {
-				buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+	for _, u := range t.own(len(units)) {
+		for k := units[u][0]; k < units[u][1]; k++ {
+			for _, rows := range sets {
+				buf = binary.LittleEndian.AppendUint32(buf, uint32(len(rows[k])))
+				for _, v := range rows[k] {
+					buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+				}
 			}
 		}
 	}
@@ -129,50 +149,51 @@ func (t *Trainer) gatherRows(n int, sets ...[][]float64) error {
 		return err
 	}
 	for r, b := range all {
-		for k := r; k < n; k += c.Size() {
-			for _, rows := range sets {
-				if len(b) < 4 {
-					return fmt.Errorf("rows of rank %d: short message", r)
+		for u := r; u < len(units); u += c.Size() {
+			for k := units[u][0]; k < units[u][1]; k++ {
+				for _, rows := range sets {
+					if len(b) < 4 {
+						return fmt.Errorf("rows of rank %d: short message", r)
+					}
+					m := int(binary.LittleEndian.Uint32(b))
+					b = b[4:]
+					if len(b) < 8*m {
+						return fmt.Errorf("rows of rank %d: short message", r)
+					}
+					row := make([]float64, m)
+					for j := range row {
+						row[j] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*j:]))
+					}
+					b = b[8*m:]
+					rows[k] = row
 				}
-				m := int(binary.LittleEndian.Uint32(b))
-				b = b[4:]
-				if len(b) < 8*m {
-					return fmt.Errorf("rows of rank %d: short message", r)
-				}
-				row := make([]float64, m)
-				for j := range row {
-					row[j] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*j:]))
-				}
-				b = b[8*m:]
-				rows[k] = row
 			}
 		}
 	}
 	return nil
 }
 
-// sumGrads runs backward(k) for each of this rank's positions k of a
-// minibatch of n, each from zero gradients, adds each gradient exactly into
-// sum, all-reduces it and leaves the total in m's gradients. forward(k)
-// must run the forward pass of position k alone; the last one run before
-// is position last (its activations are reused).
-func (t *Trainer) sumGrads(m *model.Model, sum **dist.Fixed, n, last int, forward, backward func(k int) error) error {
+// sumGrads runs backward(u) for each of this rank's units u, each from
+// zero gradients, adds each gradient exactly into sum, all-reduces it and
+// leaves the total in m's gradients. forward(u) must run unit u's forward
+// pass; the last one run before is unit last (its activations are reused).
+func (t *Trainer) sumGrads(m *model.Model, sum **dist.Fixed, units, last int, forward, backward func(u int) error) error {
 	if *sum == nil {
 		*sum = dist.NewFixed(m.Layout.Size)
 	}
 	f := *sum
 	f.Reset()
-	own := t.own(n)
+	own := t.own(units)
 	for j := len(own) - 1; j >= 0; j-- {
-		k := own[j]
-		if k != last {
-			if err := forward(k); err != nil {
+		u := own[j]
+		if u != last {
+			if err := forward(u); err != nil {
 				return err
 			}
 		}
 		last = -1
 		m.ZeroGrad()
-		if err := backward(k); err != nil {
+		if err := backward(u); err != nil {
 			return err
 		}
 		if err := m.SyncGrads(); err != nil {
@@ -183,7 +204,7 @@ func (t *Trainer) sumGrads(m *model.Model, sum **dist.Fixed, n, last int, forwar
 	if err := t.comm().AllReduceInt64(f.Limbs); err != nil {
 		return fmt.Errorf("gradient all-reduce: %w", err)
 	}
-	if m.Grads == nil { // a rank with no trajectory in this minibatch
+	if m.Grads == nil { // a rank with no unit in this minibatch
 		if err := m.SyncGrads(); err != nil {
 			return err
 		}
@@ -201,8 +222,9 @@ func (t *Trainer) updateActorShared(step int, b *batch, lo, hi int, acc *accumul
 		return nil
 	}
 	n := len(trajs)
-	forward := func(k int) (*model.Output, []int, error) {
-		tokens, lens := pack(trajs[k : k+1])
+	units := t.units(trajs)
+	forward := func(u int) (*model.Output, []int, error) {
+		tokens, lens := pack(trajs[units[u][0]:units[u][1]])
 		out, err := t.policy.Forward(tokens, lens, model.Want{LM: true})
 		if err != nil {
 			return nil, nil, fmt.Errorf("step %d: actor forward: %w", step, err)
@@ -211,16 +233,16 @@ func (t *Trainer) updateActorShared(step int, b *batch, lo, hi int, acc *accumul
 	}
 	logp, ent := make([][]float64, n), make([][]float64, n)
 	last := -1
-	for _, k := range t.own(n) {
-		out, lens, err := forward(k)
+	for _, u := range t.own(len(units)) {
+		out, lens, err := forward(u)
 		if err != nil {
 			return err
 		}
-		logp[k] = unpack(out.LogProb, lens)[0]
-		ent[k] = unpack(out.Entropy, lens)[0]
-		last = k
+		copy(logp[units[u][0]:], unpack(out.LogProb, lens))
+		copy(ent[units[u][0]:], unpack(out.Entropy, lens))
+		last = u
 	}
-	if err := t.gatherRows(n, logp, ent); err != nil {
+	if err := t.gatherRows(units, logp, ent); err != nil {
 		return fmt.Errorf("step %d: gather log-probs: %w", step, err)
 	}
 	in := algo.ActorInputs{Mask: b.actorMask[lo:hi], Logp: logp, OldLogp: b.oldLogp[lo:hi], Adv: b.adv[lo:hi]}
@@ -237,11 +259,11 @@ func (t *Trainer) updateActorShared(step int, b *batch, lo, hi int, acc *accumul
 	if err := finite(step, "actor loss", loss.Loss); err != nil {
 		return err
 	}
-	err = t.sumGrads(t.policy, &t.actorSum, n, last,
-		func(k int) error { _, _, err := forward(k); return err },
-		func(k int) error {
-			p := [2]int{k, k + 1}
-			size := len(trajs[k].Tokens)
+	err = t.sumGrads(t.policy, &t.actorSum, len(units), last,
+		func(u int) error { _, _, err := forward(u); return err },
+		func(u int) error {
+			p := units[u]
+			size := tokenCount(trajs[p[0]:p[1]])
 			g := model.Grad{LogProb: packGrad(rowsOf(loss.DLogp, p), size), Entropy: packGrad(rowsOf(loss.DEntropy, p), size)}
 			if err := t.policy.Backward(g); err != nil {
 				return fmt.Errorf("step %d: actor backward: %w", step, err)
@@ -258,8 +280,9 @@ func (t *Trainer) updateActorShared(step int, b *batch, lo, hi int, acc *accumul
 func (t *Trainer) updateCriticShared(step int, b *batch, lo, hi int, acc *accumulator) error {
 	trajs := b.trajs[lo:hi]
 	n := len(trajs)
-	forward := func(k int) (*model.Output, []int, error) {
-		tokens, lens := pack(trajs[k : k+1])
+	units := t.units(trajs)
+	forward := func(u int) (*model.Output, []int, error) {
+		tokens, lens := pack(trajs[units[u][0]:units[u][1]])
 		out, err := t.critic.Forward(tokens, lens, model.Want{Value: true})
 		if err != nil {
 			return nil, nil, fmt.Errorf("step %d: critic forward: %w", step, err)
@@ -268,15 +291,15 @@ func (t *Trainer) updateCriticShared(step int, b *batch, lo, hi int, acc *accumu
 	}
 	values := make([][]float64, n)
 	last := -1
-	for _, k := range t.own(n) {
-		out, lens, err := forward(k)
+	for _, u := range t.own(len(units)) {
+		out, lens, err := forward(u)
 		if err != nil {
 			return err
 		}
-		values[k] = unpack(out.Value, lens)[0]
-		last = k
+		copy(values[units[u][0]:], unpack(out.Value, lens))
+		last = u
 	}
-	if err := t.gatherRows(n, values); err != nil {
+	if err := t.gatherRows(units, values); err != nil {
 		return fmt.Errorf("step %d: gather values: %w", step, err)
 	}
 	loss, err := algo.ComputeValueLoss(&t.cfg.Algo, values, b.values[lo:hi], b.ret[lo:hi], b.mask[lo:hi])
@@ -286,10 +309,11 @@ func (t *Trainer) updateCriticShared(step int, b *batch, lo, hi int, acc *accumu
 	if err := finite(step, "value loss", loss.Loss); err != nil {
 		return err
 	}
-	err = t.sumGrads(t.critic, &t.criticSum, n, last,
-		func(k int) error { _, _, err := forward(k); return err },
-		func(k int) error {
-			g := model.Grad{Value: packGrad(rowsOf(loss.DValue, [2]int{k, k + 1}), len(trajs[k].Tokens))}
+	err = t.sumGrads(t.critic, &t.criticSum, len(units), last,
+		func(u int) error { _, _, err := forward(u); return err },
+		func(u int) error {
+			p := units[u]
+			g := model.Grad{Value: packGrad(rowsOf(loss.DValue, p), tokenCount(trajs[p[0]:p[1]]))}
 			if err := t.critic.Backward(g); err != nil {
 				return fmt.Errorf("step %d: critic backward: %w", step, err)
 			}
@@ -299,4 +323,13 @@ func (t *Trainer) updateCriticShared(step int, b *batch, lo, hi int, acc *accumu
 		return err
 	}
 	return t.criticStep(step, loss, acc)
+}
+
+// tokenCount is the length of pack's tokens.
+func tokenCount(trajs []*rollout.Trajectory) int {
+	n := 0
+	for _, tr := range trajs {
+		n += len(tr.Tokens)
+	}
+	return n
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ragen-go/ragen/engine/algo"
 	"github.com/ragen-go/ragen/engine/dist"
+	"github.com/ragen-go/ragen/engine/metrics"
 )
 
 // runRanks runs c on n ranks connected in this process (dist.Local), one
@@ -43,22 +44,32 @@ func runRanks(t *testing.T, c Config, n int) []*Trainer {
 
 // A data-parallel run computes the same bits on one rank and on three: the
 // rollouts are the same trajectories, and the gradient is an exact sum of
-// per-trajectory gradients. Every rank ends with the same policy. Against
+// per-unit gradients (micro-batches, or single trajectories). Every rank ends with the same policy. Against
 // the default update (the packed minibatch's gradient) it differs only in
 // the rounding of sums.
 func TestDataParallelSameBitsAnyWorldSize(t *testing.T) {
 	c := tinyConfig(t)
 	c.Algo.AdvEstimator = algo.EstGAE // the critic's update too
 	c.MiniBatches = 2
-	one := runRanks(t, c, 1)
-	three := runRanks(t, c, 3)
-	want := deterministic(one[0].History)
-	for r, tr := range three {
-		if got := deterministic(tr.History); !reflect.DeepEqual(got, want) {
-			t.Fatalf("rank %d of 3: metrics differ from one rank's:\n%v\n%v", r, got, want)
+	c.Algo.FilterRatio = 1 // 16 trajectories, minibatches of 8
+	var want []metrics.Step
+	for _, micro := range []int{800, 0} { // units of a few trajectories, then single ones
+		c.MicroBatchTokens = micro
+		one := runRanks(t, c, 1)
+		if micro > 0 {
+			if n := len(one[0].units(one[0].reused.trajs[:8])); n < 3 || n >= 8 {
+				t.Fatalf("micro_batch_tokens %d: a minibatch makes %d units of 8 trajectories; the test wants several of several", micro, n)
+			}
 		}
-		if !slices.Equal(policyOf(t, tr).Params.Data, policyOf(t, one[0]).Params.Data) {
-			t.Fatalf("rank %d of 3: the policy differs from one rank's", r)
+		three := runRanks(t, c, 3)
+		want = deterministic(one[0].History)
+		for r, tr := range three {
+			if got := deterministic(tr.History); !reflect.DeepEqual(got, want) {
+				t.Fatalf("micro_batch_tokens %d, rank %d of 3: metrics differ from one rank's:\n%v\n%v", micro, r, got, want)
+			}
+			if !slices.Equal(policyOf(t, tr).Params.Data, policyOf(t, one[0]).Params.Data) {
+				t.Fatalf("micro_batch_tokens %d, rank %d of 3: the policy differs from one rank's", micro, r)
+			}
 		}
 	}
 
