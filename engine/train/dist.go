@@ -21,6 +21,9 @@ import (
 //     trajectory with its global seeds), and every rank gathers every
 //     trajectory, in task order, so that rewards, the filter, the
 //     advantages and the metrics are the single process's;
+//   - the forward passes over the batch (the filter's entropies, old and
+//     reference log-probs, values): chunks of the batch are dealt
+//     round-robin and gathered;
 //   - update: each minibatch is cut into units — its micro-batches with
 //     MicroBatchTokens, else single trajectories — dealt round-robin; a
 //     rank computes the log-probs (values) of its units and gathers the
@@ -332,4 +335,50 @@ func tokenCount(trajs []*rollout.Trajectory) int {
 		n += len(tr.Tokens)
 	}
 	return n
+}
+
+// sharedForwardTokens bounds evaluateShared's chunks: small enough that a
+// batch makes several to deal out (evaluate's 16384 tokens is often the
+// whole batch), large enough for efficient products.
+const sharedForwardTokens = 2048
+
+// evaluateShared is evaluate over the ranks: chunks of the batch, cut
+// independently of the number of ranks, are dealt round-robin and their
+// rows gathered, so every rank gets the same numbers for a share of the
+// work on any world size. (A trajectory's log-probs do not depend on what
+// it is packed with on the CPU at F32 — checked while writing this — so
+// they are evaluate's too there.) Without a Comm it is evaluate.
+func (t *Trainer) evaluateShared(m *model.Model, trajs []*rollout.Trajectory, want model.Want) (logp, ent, val [][]float64, err error) {
+	if t.cfg.Comm == nil {
+		return evaluate(m, trajs, want)
+	}
+	chunks := forwardChunks(trajs, sharedForwardTokens)
+	var sets [][][]float64
+	if want.LM {
+		logp, ent = make([][]float64, len(trajs)), make([][]float64, len(trajs))
+		sets = append(sets, logp, ent)
+	}
+	if want.Value {
+		val = make([][]float64, len(trajs))
+		sets = append(sets, val)
+	}
+	for _, u := range t.own(len(chunks)) {
+		p := chunks[u]
+		tokens, lens := pack(trajs[p[0]:p[1]])
+		out, err := m.Forward(tokens, lens, want)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if want.LM {
+			copy(logp[p[0]:], unpack(out.LogProb, lens))
+			copy(ent[p[0]:], unpack(out.Entropy, lens))
+		}
+		if want.Value {
+			copy(val[p[0]:], unpack(out.Value, lens))
+		}
+	}
+	if err := t.gatherRows(chunks, sets...); err != nil {
+		return nil, nil, nil, fmt.Errorf("gather: %w", err)
+	}
+	return logp, ent, val, nil
 }

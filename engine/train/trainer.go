@@ -326,7 +326,7 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 		} else if cfg.Algo.FilterNeedsEntropy() {
 			// The rollout policy's entropies of every trajectory: the
 			// kept ones' log-probs and entropies are reused by prepare.
-			if allLogp, allEnt, _, err = evaluate(t.policy, trajs, model.Want{LM: true}); err != nil {
+			if allLogp, allEnt, _, err = t.evaluateShared(t.policy, trajs, model.Want{LM: true}); err != nil {
 				return metrics.Step{}, fmt.Errorf("step %d: filter entropies: %w", step, err)
 			}
 			in.Entropy = make([]float64, len(trajs))
@@ -453,16 +453,16 @@ func (t *Trainer) prepare(step int, kept []*rollout.Trajectory, rewards []float6
 	var err error
 	if pre.logp != nil {
 		b.oldLogp, b.entropy = pre.logp, pre.ent
-	} else if b.oldLogp, b.entropy, _, err = evaluate(t.policy, kept, model.Want{LM: true}); err != nil {
+	} else if b.oldLogp, b.entropy, _, err = t.evaluateShared(t.policy, kept, model.Want{LM: true}); err != nil {
 		return nil, fmt.Errorf("step %d: old log-probs: %w", step, err)
 	}
 	if t.ref != nil {
-		if b.refLogp, _, _, err = evaluate(t.ref, kept, model.Want{LM: true}); err != nil {
+		if b.refLogp, _, _, err = t.evaluateShared(t.ref, kept, model.Want{LM: true}); err != nil {
 			return nil, fmt.Errorf("step %d: reference log-probs: %w", step, err)
 		}
 	}
 	if t.critic != nil {
-		if _, _, b.values, err = evaluate(t.critic, kept, model.Want{Value: true}); err != nil {
+		if _, _, b.values, err = t.evaluateShared(t.critic, kept, model.Want{Value: true}); err != nil {
 			return nil, fmt.Errorf("step %d: values: %w", step, err)
 		}
 	}
