@@ -1,8 +1,11 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sync"
@@ -17,6 +20,12 @@ import (
 // goroutine each, and returns their trainers by rank.
 func runRanks(t *testing.T, c Config, n int) []*Trainer {
 	t.Helper()
+	return resumeRanks(t, c, n, "")
+}
+
+// resumeRanks is runRanks from checkpoint ckpt ("": from the start).
+func resumeRanks(t *testing.T, c Config, n int, ckpt string) []*Trainer {
+	t.Helper()
 	out := make([]*Trainer, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -27,6 +36,9 @@ func runRanks(t *testing.T, c Config, n int) []*Trainer {
 			c := c
 			c.Comm = comm
 			tr, err := New(context.Background(), c, nil)
+			if err == nil && ckpt != "" {
+				err = tr.Resume(ckpt)
+			}
 			if err == nil {
 				err = tr.Run(context.Background())
 			}
@@ -86,4 +98,29 @@ func TestDataParallelSameBitsAnyWorldSize(t *testing.T) {
 		}
 	}
 	t.Logf("largest relative difference from the default update: %.3g", worst)
+}
+
+// A data-parallel run writes its run directory once (rank 0) and resumes
+// from its checkpoint on every rank to the uninterrupted run's metrics.
+func TestDataParallelResume(t *testing.T) {
+	c := tinyConfig(t)
+	c.Steps, c.ValEpisodes = 3, 0
+	c.Algo.FilterRatio = 1
+	whole := runRanks(t, c, 2)[0]
+	c.RunDir, c.CheckpointEvery, c.Steps = t.TempDir(), 1, 1
+	runRanks(t, c, 2)
+	b, err := os.ReadFile(filepath.Join(c.RunDir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte("\n")); n != 1 {
+		t.Fatalf("metrics.jsonl of a 1-step run on 2 ranks has %d lines, want 1 (rank 0 writes)", n)
+	}
+	c.Steps = 3
+	resumed := resumeRanks(t, c, 2, filepath.Join(c.RunDir, "checkpoints", "step-000001"))
+	for r, tr := range resumed {
+		if !reflect.DeepEqual(deterministic(whole.History), deterministic(tr.History)) {
+			t.Fatalf("rank %d: resumed run differs:\n%v\n%v", r, deterministic(whole.History), deterministic(tr.History))
+		}
+	}
 }
