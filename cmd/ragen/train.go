@@ -174,9 +174,25 @@ func runTrain(args []string) error {
 	if err != nil {
 		return err
 	}
+	comm, finalize, err := world()
+	if err != nil {
+		return err
+	}
+	c.Comm = comm
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	obs := &printer{out: os.Stderr, quiet: a.quiet, start: time.Now(), steps: c.Steps, warmStart: warmStartLine(&c)}
+	var obs train.Observer = &printer{out: os.Stderr, quiet: a.quiet, start: time.Now(), steps: c.Steps, warmStart: warmStartLine(&c)}
+	if comm != nil && comm.Rank() != 0 {
+		// Every rank computes the same steps; rank 0 reports them.
+		err := trainRank(ctx, c, a.resume)
+		if ferr := finalize(); err == nil {
+			err = ferr
+		}
+		return err
+	}
+	if comm != nil {
+		fmt.Fprintf(os.Stderr, "ragen train: data parallel over %d processes\n", comm.Size())
+	}
 	if c.Steps == 0 {
 		fmt.Fprintf(os.Stderr, "ragen train: %s, model %s, no training: evaluating on %d validation games\n", c.Env, c.Model, c.ValEpisodes)
 	} else {
@@ -197,6 +213,9 @@ func runTrain(args []string) error {
 		fmt.Fprintf(os.Stderr, "resumed at step %d\n", tr.StepsDone())
 	}
 	err = tr.Run(ctx)
+	if ferr := finalize(); err == nil {
+		err = ferr
+	}
 	summary(tr.History, c.ValEpisodes)
 	if c.RunDir != "" {
 		fmt.Fprintf(os.Stderr, "run directory: %s\n", c.RunDir)
@@ -205,6 +224,21 @@ func runTrain(args []string) error {
 		return errors.New(interrupted(tr.StepsDone(), c.RunDir))
 	}
 	return err
+}
+
+// trainRank is runTrain on a rank other than 0 of a data-parallel run:
+// the same run, silent.
+func trainRank(ctx context.Context, c train.Config, resume string) error {
+	tr, err := train.New(ctx, c, nil)
+	if err != nil {
+		return err
+	}
+	if resume != "" {
+		if err := tr.Resume(resume); err != nil {
+			return err
+		}
+	}
+	return tr.Run(ctx)
 }
 
 // interrupted says how a run stopped by Ctrl-C after step steps can go

@@ -190,6 +190,19 @@ func (m *Model) SyncGrads() error {
 	return nil
 }
 
+// UploadGrads makes the backend use Grads again after they were changed
+// on the host (a data-parallel run's summed gradient); a no-op on the CPU,
+// where they are the backend's own memory.
+func (m *Model) UploadGrads() error {
+	if _, ok := backend.HostFloats(m.grads); ok {
+		return nil
+	}
+	if err := m.b.Upload(m.grads, m.Grads.Data); err != nil {
+		return fmt.Errorf("backend %s: gradients: %w", m.b.Name(), err)
+	}
+	return nil
+}
+
 // Upload makes the backend use Params again after they were changed on
 // the host (a checkpoint loaded into them, a rewind), and refreshes the
 // bf16 copy.

@@ -75,13 +75,8 @@ const maxForwardTokens = 16384
 // evaluate runs n over trajs in chunks of at most maxForwardTokens and
 // returns the per-trajectory log-probs, entropies and values it was asked for.
 func evaluate(n *model.Model, trajs []*rollout.Trajectory, want model.Want) (logp, ent, val [][]float64, err error) {
-	for lo := 0; lo < len(trajs); {
-		hi, size := lo, 0
-		for hi < len(trajs) && (hi == lo || size+len(trajs[hi].Tokens) <= maxForwardTokens) {
-			size += len(trajs[hi].Tokens)
-			hi++
-		}
-		tokens, lens := pack(trajs[lo:hi])
+	for _, p := range forwardChunks(trajs, maxForwardTokens) {
+		tokens, lens := pack(trajs[p[0]:p[1]])
 		out, err := n.Forward(tokens, lens, want)
 		if err != nil {
 			return nil, nil, nil, err
@@ -93,9 +88,25 @@ func evaluate(n *model.Model, trajs []*rollout.Trajectory, want model.Want) (log
 		if want.Value {
 			val = append(val, unpack(out.Value, lens)...)
 		}
-		lo = hi
 	}
 	return logp, ent, val, nil
+}
+
+// forwardChunks cuts trajs into the runs evaluate forwards together: as
+// many whole trajectories as fit in limit tokens (a longer one alone), as
+// [first, end) pairs.
+func forwardChunks(trajs []*rollout.Trajectory, limit int) [][2]int {
+	var out [][2]int
+	for lo := 0; lo < len(trajs); {
+		hi, size := lo, 0
+		for hi < len(trajs) && (hi == lo || size+len(trajs[hi].Tokens) <= limit) {
+			size += len(trajs[hi].Tokens)
+			hi++
+		}
+		out = append(out, [2]int{lo, hi})
+		lo = hi
+	}
+	return out
 }
 
 // placeRewards puts a trajectory's reward on its agent tokens: the whole

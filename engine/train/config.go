@@ -9,6 +9,7 @@ import (
 
 	"github.com/ragen-go/ragen/engine/algo"
 	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/dist"
 	"github.com/ragen-go/ragen/engine/hf"
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/rollout"
@@ -189,6 +190,13 @@ type Config struct {
 	// from its trajectories and their rewards, and the top Algo.FilterRatio
 	// are kept. An error stops the run, naming the group.
 	GroupScore func(group []*rollout.Trajectory, rewards []float64) (float64, error) `json:"-" flag:"-"`
+
+	// Comm, when set, makes the run one rank of a data-parallel run over
+	// Comm's processes (decision 41): each plays its share of the groups
+	// and computes its share of each minibatch's gradient, summed exactly,
+	// and rank 0 alone writes the run directory. nil: one process, the
+	// default update. The mpi build of ragen sets it to MPI's world.
+	Comm dist.Comm `json:"-" flag:"-"`
 }
 
 // WarmStart is the supervised fine-tuning on demonstrations that stands in

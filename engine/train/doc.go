@@ -21,4 +21,8 @@
 // or from a loaded model (see initialPolicy): a Hugging Face checkpoint
 // (Config.Pretrained, e.g. Qwen2.5-0.5B-Instruct, with its tokenizer and
 // chat template) or one of our checkpoints (Config.Init).
+//
+// With Config.Comm the run is one rank of a data-parallel run (dist.go):
+// the ranks share the rollouts and the update and compute the same bits on
+// any number of processes.
 package train

@@ -31,7 +31,7 @@ var ErrCollapse = errors.New("collapse detected")
 // built in a temporary directory and renamed into place.
 
 func (t *Trainer) openRunDir() error {
-	if t.cfg.RunDir == "" {
+	if t.cfg.RunDir == "" || !t.writer() {
 		return nil
 	}
 	if err := os.MkdirAll(t.cfg.RunDir, 0o755); err != nil {
@@ -45,7 +45,7 @@ func (t *Trainer) openRunDir() error {
 }
 
 func (t *Trainer) appendJSONL(name string, v any) {
-	if t.cfg.RunDir == "" {
+	if t.cfg.RunDir == "" || !t.writer() {
 		return
 	}
 	b, err := json.Marshal(v)
@@ -123,6 +123,9 @@ type trainerState struct {
 func (t *Trainer) Checkpoint() error {
 	if t.cfg.RunDir == "" {
 		return errors.New("checkpoint: the run has no run directory")
+	}
+	if !t.writer() {
+		return nil // rank 0 saves the state every rank holds
 	}
 	t.obs.Phase(t.step, "checkpoint")
 	dir := filepath.Join(t.cfg.RunDir, "checkpoints", fmt.Sprintf("step-%06d", t.step))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ragen-go/ragen/engine/algo"
 	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/dist"
 	"github.com/ragen-go/ragen/engine/hf"
 	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/model"
@@ -97,6 +98,9 @@ type Trainer struct {
 	stopped    bool
 
 	collapseEMA collapseEMAs // the template-collapse metrics' EMA (Config.CollapseEvery)
+	// actorSum and criticSum hold a data-parallel run's exact gradient
+	// sums (see dist.go); nil without Config.Comm.
+	actorSum, criticSum *dist.Fixed
 }
 
 // New prepares a run: validates cfg, warm-starts (or loads the cached warm
@@ -137,7 +141,21 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 
 	obs.Phase(0, "warm_start")
 	start := time.Now()
-	if t.Tok, t.policy, t.Template, err = initialPolicy(ctx, &cfg, t.newEnv, place, obs); err != nil {
+	// In a data-parallel run rank 0 warm-starts first and fills the
+	// cache, which the others then read.
+	c := t.comm()
+	if c.Rank() != 0 {
+		if err := c.Barrier(); err != nil {
+			return nil, err
+		}
+	}
+	t.Tok, t.policy, t.Template, err = initialPolicy(ctx, &cfg, t.newEnv, place, obs)
+	if c.Rank() == 0 {
+		if berr := c.Barrier(); berr != nil && err == nil {
+			err = berr
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	warm := time.Since(start).Seconds()
@@ -289,7 +307,8 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 	} else {
 		t.obs.Phase(step, "rollout")
 		start := time.Now()
-		trajs, err := t.play(ctx, t.trainTasks(step), cfg.Temperature)
+		tasks := t.trainTasks(step)
+		trajs, err := t.playShared(ctx, tasks, cfg.Temperature, func(i int) int { return tasks[i].Group })
 		if err != nil {
 			return metrics.Step{}, err
 		}
@@ -343,7 +362,7 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 		} else if cfg.Algo.FilterNeedsEntropy() {
 			// The rollout policy's entropies of every trajectory: the
 			// kept ones' log-probs and entropies are reused by prepare.
-			if allLogp, allEnt, _, err = evaluate(t.policy, trajs, model.Want{LM: true}); err != nil {
+			if allLogp, allEnt, _, err = t.evaluateShared(t.policy, trajs, model.Want{LM: true}); err != nil {
 				return metrics.Step{}, fmt.Errorf("step %d: filter entropies: %w", step, err)
 			}
 			in.Entropy = make([]float64, len(trajs))
@@ -470,16 +489,16 @@ func (t *Trainer) prepare(step int, kept []*rollout.Trajectory, rewards []float6
 	var err error
 	if pre.logp != nil {
 		b.oldLogp, b.entropy = pre.logp, pre.ent
-	} else if b.oldLogp, b.entropy, _, err = evaluate(t.policy, kept, model.Want{LM: true}); err != nil {
+	} else if b.oldLogp, b.entropy, _, err = t.evaluateShared(t.policy, kept, model.Want{LM: true}); err != nil {
 		return nil, fmt.Errorf("step %d: old log-probs: %w", step, err)
 	}
 	if t.ref != nil {
-		if b.refLogp, _, _, err = evaluate(t.ref, kept, model.Want{LM: true}); err != nil {
+		if b.refLogp, _, _, err = t.evaluateShared(t.ref, kept, model.Want{LM: true}); err != nil {
 			return nil, fmt.Errorf("step %d: reference log-probs: %w", step, err)
 		}
 	}
 	if t.critic != nil {
-		if _, _, b.values, err = evaluate(t.critic, kept, model.Want{Value: true}); err != nil {
+		if _, _, b.values, err = t.evaluateShared(t.critic, kept, model.Want{Value: true}); err != nil {
 			return nil, fmt.Errorf("step %d: values: %w", step, err)
 		}
 	}
@@ -534,12 +553,16 @@ func (t *Trainer) update(ctx context.Context, step int, b *batch, m map[string]f
 				return err
 			}
 			lo, hi := k*n/mbs, (k+1)*n/mbs
+			critic, actor := t.updateCritic, t.updateActor
+			if t.cfg.Comm != nil {
+				critic, actor = t.updateCriticShared, t.updateActorShared
+			}
 			if t.critic != nil {
-				if err := t.updateCritic(step, b, lo, hi, &acc); err != nil {
+				if err := critic(step, b, lo, hi, &acc); err != nil {
 					return err
 				}
 			}
-			if err := t.updateActor(step, b, lo, hi, &acc); err != nil {
+			if err := actor(step, b, lo, hi, &acc); err != nil {
 				return err
 			}
 		}
@@ -617,7 +640,13 @@ func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) 
 			return fmt.Errorf("step %d: actor backward: %w", step, err)
 		}
 	}
-	norm, err := t.policy.ClipGradNorm(cfg.GradClip)
+	return t.actorStep(step, loss, b, acc)
+}
+
+// actorStep clips the policy's gradient, takes the optimizer step and
+// records the minibatch's metrics.
+func (t *Trainer) actorStep(step int, loss algo.ActorLoss, b *batch, acc *accumulator) error {
+	norm, err := t.policy.ClipGradNorm(t.cfg.GradClip)
 	if err != nil {
 		return fmt.Errorf("step %d: actor gradient norm: %w", step, err)
 	}
@@ -673,6 +702,12 @@ func (t *Trainer) updateCritic(step int, b *batch, lo, hi int, acc *accumulator)
 			return fmt.Errorf("step %d: critic backward: %w", step, err)
 		}
 	}
+	return t.criticStep(step, loss, acc)
+}
+
+// criticStep clips the critic's gradient, takes the optimizer step and
+// records the minibatch's metrics.
+func (t *Trainer) criticStep(step int, loss algo.ValueLoss, acc *accumulator) error {
 	norm, err := t.critic.ClipGradNorm(t.cfg.GradClip)
 	if err != nil {
 		return fmt.Errorf("step %d: critic gradient norm: %w", step, err)
@@ -723,7 +758,7 @@ func (t *Trainer) validateAt(ctx context.Context, step int, m map[string]float64
 	for i, e := range t.valEnvs {
 		tasks[i] = rollout.Task{Env: e, EnvSeed: t.valSeeds[i], AgentSeed: agentSeed(t.cfg.Seed, -1, i), Group: i}
 	}
-	trajs, err := t.play(ctx, tasks, t.cfg.ValTemperature)
+	trajs, err := t.playShared(ctx, tasks, t.cfg.ValTemperature, func(i int) int { return i })
 	if err != nil {
 		return fmt.Errorf("step %d: validation: %w", step, err)
 	}
