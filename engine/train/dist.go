@@ -248,18 +248,8 @@ func (t *Trainer) updateActorShared(step int, b *batch, lo, hi int, acc *accumul
 	if err := t.gatherRows(units, logp, ent); err != nil {
 		return fmt.Errorf("step %d: gather log-probs: %w", step, err)
 	}
-	in := algo.ActorInputs{Mask: b.actorMask[lo:hi], Logp: logp, OldLogp: b.oldLogp[lo:hi], Adv: b.adv[lo:hi]}
-	if cfg.Algo.EntropyCoef > 0 {
-		in.Entropy = ent
-	}
-	if b.refLogp != nil {
-		in.RefLogp = b.refLogp[lo:hi]
-	}
-	loss, err := algo.ComputeActorLoss(&cfg.Algo, in)
+	loss, err := t.actorLoss(step, b, lo, hi, logp, ent)
 	if err != nil {
-		return fmt.Errorf("step %d: actor loss: %w", step, err)
-	}
-	if err := finite(step, "actor loss", loss.Loss); err != nil {
 		return err
 	}
 	err = t.sumGrads(t.policy, &t.actorSum, len(units), last,

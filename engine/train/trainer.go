@@ -610,21 +610,8 @@ func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) 
 			ent = append(ent, unpack(out.Entropy, lens)...)
 		}
 	}
-	in := algo.ActorInputs{
-		Mask:    b.actorMask[lo:hi],
-		Logp:    logp,
-		OldLogp: b.oldLogp[lo:hi],
-		Adv:     b.adv[lo:hi],
-		Entropy: ent,
-	}
-	if b.refLogp != nil {
-		in.RefLogp = b.refLogp[lo:hi]
-	}
-	loss, err := algo.ComputeActorLoss(&cfg.Algo, in)
+	loss, err := t.actorLoss(step, b, lo, hi, logp, ent)
 	if err != nil {
-		return fmt.Errorf("step %d: actor loss: %w", step, err)
-	}
-	if err := finite(step, "actor loss", loss.Loss); err != nil {
 		return err
 	}
 	t.policy.ZeroGrad()
@@ -722,6 +709,25 @@ func (t *Trainer) criticStep(step int, loss algo.ValueLoss, acc *accumulator) er
 	acc.add(metrics.ValueClipFrac, loss.ClipFrac)
 	acc.add(metrics.CriticGradNorm, norm)
 	return nil
+}
+
+// actorLoss is the actor's loss over minibatch [lo, hi) of b from the
+// policy's current log-probabilities (and entropies, used when the
+// entropy bonus is on), checked finite.
+func (t *Trainer) actorLoss(step int, b *batch, lo, hi int, logp, ent [][]float64) (algo.ActorLoss, error) {
+	cfg := &t.cfg
+	in := algo.ActorInputs{Mask: b.actorMask[lo:hi], Logp: logp, OldLogp: b.oldLogp[lo:hi], Adv: b.adv[lo:hi]}
+	if cfg.Algo.EntropyCoef > 0 {
+		in.Entropy = ent
+	}
+	if b.refLogp != nil {
+		in.RefLogp = b.refLogp[lo:hi]
+	}
+	loss, err := algo.ComputeActorLoss(&cfg.Algo, in)
+	if err != nil {
+		return loss, fmt.Errorf("step %d: actor loss: %w", step, err)
+	}
+	return loss, finite(step, "actor loss", loss.Loss)
 }
 
 // microBatches splits trajs into runs of whole trajectories of at most
