@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/traefik/yaegi/interp"
-	"github.com/traefik/yaegi/stdlib"
 
 	"github.com/ragen-go/ragen/kernel/cellctx"
 	"github.com/ragen-go/ragen/kernel/display"
+	"github.com/ragen-go/ragen/stdlib"
 )
 
 // Options configure a Session. The zero value is ready to use.
@@ -120,8 +120,9 @@ type decl struct {
 	seq  int             // declaration order
 }
 
-// New starts an interpreter with the Go standard library (yaegi's tables)
-// and the kernel's packages ("ragen/display", "ragen/cellctx").
+// New starts an interpreter made by stdlib.NewInterpreter: the allowed Go
+// standard library, the DSL ("ragen") and our packages, and the kernel's
+// ("ragen/display", "ragen/cellctx").
 func New(opts Options) (*Session, error) {
 	if opts.InterruptGrace <= 0 {
 		opts.InterruptGrace = 10 * time.Second
@@ -139,31 +140,21 @@ func New(opts Options) (*Session, error) {
 		cells:    []Cell{{}}, // id 0 is the session's own setup code
 		nextID:   1,
 	}
-	// Restricted mode: os.Exit and log.Fatal panic instead of ending the
-	// kernel, and the environment is a copy. yaegi's tables hold neither
-	// os/exec nor unsafe nor syscall (see package stdlib for the policy).
-	s.in = interp.New(interp.Options{
+	var err error
+	s.in, err = stdlib.NewInterpreter(stdlib.Options{
 		Stdin:  strings.NewReader(""),
 		Stdout: os.Stdout, // fd 1, captured during cells
 		Stderr: &stderrFilter{s: s},
 		Args:   opts.Args,
-		Env:    os.Environ(),
 	})
-	yi, err := newInternals(s.in)
 	if err != nil {
 		return nil, err
 	}
-	s.yi = yi
-	for _, ex := range []interp.Exports{stdlib.Symbols, Symbols, s.resultSymbols()} {
-		if err := s.Use(ex); err != nil {
-			return nil, err
-		}
+	s.record(stdlib.Exports())
+	if s.yi, err = newInternals(s.in); err != nil {
+		return nil, err
 	}
-	short := interp.Exports{
-		"ragen/display/display": Symbols["github.com/ragen-go/ragen/kernel/display/display"],
-		"ragen/cellctx/cellctx": Symbols["github.com/ragen-go/ragen/kernel/cellctx/cellctx"],
-	}
-	if err := s.Use(short); err != nil {
+	if err := s.Use(s.resultSymbols()); err != nil {
 		return nil, err
 	}
 	f, err := parseDecls(s.in.FileSet(), 0, `import __ragen "ragen/internal/cellresult"`+"\n"+recoverDecl, nil)
@@ -183,13 +174,18 @@ func New(opts Options) (*Session, error) {
 	return s, nil
 }
 
-// Use makes the packages in exports importable by cells (yaegi's symbol
-// tables: "import/path/name" -> symbol -> value). Generated tables from
-// stdlib/ plug in here.
+// Use makes more packages importable by cells (yaegi's symbol tables:
+// "import/path/name" -> symbol -> value), beyond stdlib's.
 func (s *Session) Use(exports interp.Exports) error {
 	if err := s.in.Use(exports); err != nil {
 		return err
 	}
+	s.record(exports)
+	return nil
+}
+
+// record notes the packages of exports for completion and inspection.
+func (s *Session) record(exports interp.Exports) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, syms := range exports {
@@ -197,7 +193,6 @@ func (s *Session) Use(exports interp.Exports) error {
 		s.pkgNames[p] = name
 		s.exports[p] = syms
 	}
-	return nil
 }
 
 // Close releases the capture pipes. The interpreter itself cannot be
