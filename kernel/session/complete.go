@@ -354,47 +354,16 @@ func IsComplete(code string) (status, indent string) {
 	case depth < 0:
 		return "invalid", ""
 	}
-	p, err := makePlan(code)
-	if err != nil {
-		return "invalid", ""
-	}
 	lines := strings.Count(strings.TrimRight(code, "\n"), "\n") + 1
-	check := func(err error) string {
-		if err == nil {
-			return ""
-		}
+	if _, err := makePlan(token.NewFileSet(), 1, code, nil); err != nil {
 		// An error at the end of input (or at main's closing brace, past
 		// the cell's last line) means more input may fix it.
 		var list scanner.ErrorList
 		if strings.Contains(err.Error(), "EOF") ||
 			errors.As(err, &list) && len(list) > 0 && list[0].Pos.Line%lineBase > lines {
-			return "incomplete"
+			return "incomplete", ""
 		}
-		return "invalid"
-	}
-	scratch := token.NewFileSet()
-	for _, c := range p.chunks {
-		var err error
-		if c.kind == unitDecl {
-			_, err = parseDecls(scratch, 1, masked(code, c.units), nil)
-		} else {
-			_, err = parseStmts(scratch, 1, masked(code, c.units), nil)
-		}
-		if st := check(err); st != "" {
-			return st, ""
-		}
-	}
-	if len(p.imports) > 0 {
-		_, err := parseDecls(scratch, 1, masked(code, p.imports), nil)
-		if st := check(err); st != "" {
-			return st, ""
-		}
-	}
-	if p.result != nil {
-		_, err := parseStmts(scratch, 1, masked(code, []unit{*p.result}), nil)
-		if st := check(err); st != "" {
-			return st, ""
-		}
+		return "invalid", ""
 	}
 	return "complete", ""
 }

@@ -10,7 +10,9 @@
 // adds. Execute runs one cell:
 //
 //   - split.go cuts the cell into imports (hoisted), declaration chunks and
-//     statement chunks, compiled with positions that are the cell's own;
+//     statement chunks and parses each once into a plan, with positions
+//     that are the cell's own; the redefinition checks, the guards and the
+//     result's display probes work on the plan's trees;
 //   - globals.go runs a statement chunk unit by unit when yaegi cannot
 //     type one of its global defines (x := cs[0] with cs of a compiled
 //     package's type fails with "constant definition loop"): the define

@@ -2,11 +2,8 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"go/ast"
-	"go/parser"
-	"go/scanner"
 	"go/token"
 	"os"
 	"path"
@@ -338,51 +335,50 @@ func (s *Session) runSafe(ctx context.Context, id int, cell Cell) (err error) {
 // result expression.
 func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 	code := cell.Code
-	p, err := makePlan(code)
+	fset := s.in.FileSet()
+	p, err := makePlan(fset, id, code, s.guard)
 	if err != nil {
-		var list scanner.ErrorList
-		if errors.As(err, &list) && len(list) > 0 {
-			return s.posError("SyntaxError", id, list[0].Pos.Line, list[0].Pos.Column, list[0].Msg)
-		}
 		return err
 	}
-	fset := s.in.FileSet()
 
 	// Imports: skip those already imported under the same name.
-	if len(p.imports) > 0 {
-		f, err := parseDecls(fset, id, masked(code, p.imports), nil)
-		if err != nil {
-			return err
-		}
-		var specs []string
-		for _, sp := range f.Imports {
-			ipath, _ := strconv.Unquote(sp.Path.Value)
-			name := s.pkgName(ipath)
-			if sp.Name != nil {
-				name = sp.Name.Name
-			}
-			pos := fset.Position(sp.Pos())
-			if prev, ok := s.imported[name]; ok {
-				if prev == ipath {
-					continue
+	if p.imports != nil {
+		var specs []ast.Spec
+		decls := p.imports.Decls[:0]
+		for _, d := range p.imports.Decls {
+			g := d.(*ast.GenDecl)
+			kept := g.Specs[:0]
+			for _, sp := range g.Specs {
+				sp := sp.(*ast.ImportSpec)
+				ipath, _ := strconv.Unquote(sp.Path.Value)
+				name := s.pkgName(ipath)
+				if sp.Name != nil {
+					name = sp.Name.Name
 				}
-				return fmt.Errorf("%s:%d:%d: %s already imported as %q", fileName, pos.Line, pos.Column, name, prev)
+				if prev, ok := s.imported[name]; ok {
+					if prev == ipath {
+						continue
+					}
+					pos := fset.Position(sp.Pos())
+					return fmt.Errorf("%s:%d:%d: %s already imported as %q", fileName, pos.Line, pos.Column, name, prev)
+				}
+				kept = append(kept, sp)
+				specs = append(specs, sp)
 			}
-			spec := sp.Path.Value
-			if sp.Name != nil {
-				spec = sp.Name.Name + " " + spec
+			if g.Specs = kept; len(kept) > 0 {
+				decls = append(decls, g)
 			}
-			specs = append(specs, fmt.Sprintf("//line %s:%d:%d\n%s\n", fileName, pos.Line, pos.Column, spec))
+		}
+		p.imports.Decls, p.imports.Imports = decls, nil
+		for _, sp := range specs {
+			p.imports.Imports = append(p.imports.Imports, sp.(*ast.ImportSpec))
 		}
 		if len(specs) > 0 {
-			f, err := parser.ParseFile(fset, fileName, "package main\nimport (\n"+strings.Join(specs, "")+")\n", 0)
-			if err != nil {
+			if _, err := s.compileRun(ctx, p.imports); err != nil {
 				return err
 			}
-			if _, err := s.compileRun(ctx, f); err != nil {
-				return err
-			}
-			for _, sp := range f.Imports {
+			for _, sp := range specs {
+				sp := sp.(*ast.ImportSpec)
 				ipath, _ := strconv.Unquote(sp.Path.Value)
 				name := s.pkgName(ipath)
 				if sp.Name != nil {
@@ -395,44 +391,24 @@ func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 		}
 	}
 
-	// Parse all chunks before running any.
-	nodes := make([]ast.Node, len(p.chunks))
-	var newDecls [][]*decl
+	// Check every declaration before running anything.
+	newDecls := make([][]*decl, len(p.chunks))
+	for i := range p.chunks {
+		if c := &p.chunks[i]; c.kind == unitDecl {
+			if newDecls[i], err = s.checkDecls(id, code, c); err != nil {
+				return err
+			}
+		}
+	}
 	for i, c := range p.chunks {
-		if c.kind == unitDecl {
-			units, ds, err := s.checkDecls(id, code, c.units)
-			if err != nil {
-				return err
-			}
-			newDecls = append(newDecls, ds)
-			if len(units) == 0 {
-				continue
-			}
-			f, err := parseDecls(fset, id, masked(code, units), s.guard)
-			if err != nil {
-				return err
-			}
-			nodes[i] = f
-		} else {
-			newDecls = append(newDecls, nil)
-			if _, err := parseStmts(token.NewFileSet(), id, masked(code, c.units), nil); err != nil {
-				return err // reported on the text as written
-			}
-			b, err := parseStmts(fset, id, marked(code, id, c.units), s.guard)
-			if err != nil {
-				return err
-			}
-			nodes[i] = b
-		}
-	}
-	if p.result != nil {
-		if _, err := parseStmts(fset, id, masked(code, []unit{*p.result}), s.guard); err != nil {
-			return err
-		}
-	}
-	for i, n := range nodes {
-		if n == nil {
-			continue
+		var n ast.Node
+		switch {
+		case c.kind == unitStmt:
+			n = c.body
+		case len(c.file.Decls) > 0:
+			n = c.file
+		default:
+			continue // only declarations run before
 		}
 		s.setAt(0, 0)
 		prog, err := s.compile(n)
@@ -441,8 +417,8 @@ func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 			if _, err := s.execute(ctx, prog); err != nil {
 				return err
 			}
-		case p.chunks[i].kind == unitStmt && typeLoop(err):
-			if err := s.runUnits(ctx, id, code, p.chunks[i].units); err != nil {
+		case c.kind == unitStmt && typeLoop(err):
+			if err := s.runUnits(ctx, id, code, c.units); err != nil {
 				return err
 			}
 		default:
@@ -450,9 +426,9 @@ func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 		}
 		s.recordDecls(ctx, newDecls[i])
 	}
-	if p.result != nil {
+	if p.expr != nil {
 		s.setAt(0, 0) // the result is not marked: yaegi's position is right
-		return s.runResult(ctx, id, code, *p.result)
+		return s.runResult(ctx, p.expr)
 	}
 	return nil
 }
@@ -502,50 +478,60 @@ func (s *Session) compile(n ast.Node) (prog *interp.Program, err error) {
 // see methods of interpreted types). The first that compiles is run, so E
 // is evaluated once. If none compiles, E has no single value (a call of a
 // function with zero or several results) and runs as a plain statement:
-// `fmt.Println(x)` shows its output, not `12 <nil>`.
-var resultProbes = [][2]string{
-	{"func() { __ragenV := ", "; __ragen.BundleMeta(__ragenV.MIMEBundle(), __ragenV.MIMEMetadata()) }()"},
-	{"__ragen.Bundle((", ").MIMEBundle())"},
-	{"__ragen.PNG((", ").PNG())"},
-	{"__ragen.SVG((", ").SVG())"},
-	{"__ragen.HTML((", ").HTML())"},
-	{"__ragen.Markdown((", ").Markdown())"},
-	{"__ragen.Text((", ").String())"},
-	{"__ragen.Text((", ").Error())"},
-	{"__ragen.Value(", ")"},
+// `fmt.Println(x)` shows its output, not `12 <nil>`. The probes are built
+// around E's tree as parsed, at E's position (yaegi takes the file a tree
+// belongs to, and with it the cell's imports, from its position):
+//
+//	func() { __ragenV := E; __ragen.BundleMeta(__ragenV.MIMEBundle(), __ragenV.MIMEMetadata()) }()
+//	__ragen.Bundle((E).MIMEBundle())
+//	__ragen.PNG((E).PNG()), SVG, HTML, Markdown, Text((E).String()), Text((E).Error())
+//	__ragen.Value(E)
+func resultProbes(e ast.Expr) []ast.Stmt {
+	pos := e.Pos()
+	ident := func(name string) *ast.Ident { return &ast.Ident{NamePos: pos, Name: name} }
+	sel := func(x ast.Expr, name string) ast.Expr { return &ast.SelectorExpr{X: x, Sel: ident(name)} }
+	call := func(f ast.Expr, args ...ast.Expr) ast.Expr {
+		return &ast.CallExpr{Fun: f, Lparen: pos, Args: args, Rparen: pos}
+	}
+	helper := func(name string, args ...ast.Expr) ast.Stmt {
+		return &ast.ExprStmt{X: call(sel(ident("__ragen"), name), args...)}
+	}
+	method := func(name string) ast.Expr { return call(sel(&ast.ParenExpr{Lparen: pos, X: e, Rparen: pos}, name)) }
+	v := "__ragenV"
+	bundleMeta := &ast.FuncLit{
+		Type: &ast.FuncType{Func: pos, Params: &ast.FieldList{Opening: pos, Closing: pos}},
+		Body: &ast.BlockStmt{Lbrace: pos, Rbrace: pos, List: []ast.Stmt{
+			&ast.AssignStmt{Lhs: []ast.Expr{ident(v)}, TokPos: pos, Tok: token.DEFINE, Rhs: []ast.Expr{e}},
+			helper("BundleMeta", call(sel(ident(v), "MIMEBundle")), call(sel(ident(v), "MIMEMetadata"))),
+		}},
+	}
+	return []ast.Stmt{
+		&ast.ExprStmt{X: call(bundleMeta)},
+		helper("Bundle", method("MIMEBundle")),
+		helper("PNG", method("PNG")),
+		helper("SVG", method("SVG")),
+		helper("HTML", method("HTML")),
+		helper("Markdown", method("Markdown")),
+		helper("Text", method("String")),
+		helper("Text", method("Error")),
+		helper("Value", e),
+	}
 }
 
-func (s *Session) runResult(ctx context.Context, id int, code string, u unit) error {
-	m := masked(code, []unit{u})
-	for _, pr := range resultProbes {
-		text := m[:u.start] + pr[0] + code[u.start:u.end] + pr[1] + m[u.end:]
-		b, err := parseStmts(s.in.FileSet(), id, text, s.guard)
+func (s *Session) runResult(ctx context.Context, e ast.Expr) error {
+	block := func(st ast.Stmt) *ast.BlockStmt {
+		return &ast.BlockStmt{Lbrace: e.Pos(), List: []ast.Stmt{st}, Rbrace: e.End()}
+	}
+	for _, probe := range resultProbes(e) {
+		prog, err := s.compile(block(probe))
 		if err != nil {
-			continue
-		}
-		prog, err := s.compile(b)
-		if err != nil {
-			s.forgetFile(b) // nothing compiled from it is kept
 			continue
 		}
 		_, err = s.execute(ctx, prog)
 		return err
 	}
-	b, err := parseStmts(s.in.FileSet(), id, m, s.guard)
-	if err != nil {
-		return err
-	}
-	_, err = s.compileRun(ctx, b)
+	_, err := s.compileRun(ctx, block(&ast.ExprStmt{X: e}))
 	return err
-}
-
-// forgetFile removes the file n was parsed into from the interpreter's
-// FileSet, once nothing compiled from it is kept (a failed compile).
-func (s *Session) forgetFile(n ast.Node) {
-	fset := s.in.FileSet()
-	if f := fset.File(n.Pos()); f != nil {
-		fset.RemoveFile(f)
-	}
 }
 
 // resultSymbols is the helper package the result probes call. Each helper

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"go/token"
 	"strings"
 	"sync"
 	"testing"
@@ -342,7 +343,7 @@ func TestSemicolonJoined(t *testing.T) {
 func TestSplitter(t *testing.T) {
 	for _, tc := range []struct {
 		code    string
-		imports int
+		imports int // import specs
 		chunks  []unitKind
 		result  string
 	}{
@@ -356,11 +357,11 @@ func TestSplitter(t *testing.T) {
 		{"func() { println(1) }()", 0, nil, "func() { println(1) }()"},
 		{"func (x int) int { return x }(3)", 0, nil, "func (x int) int { return x }(3)"},
 		{"var a = 1\nfunc g() int { return a }\nimport (\n\t\"os\"\n\t\"fmt\"\n)\nfor i := 0; i < 2; i++ {\n}\nif x := 1; x > 0 { a = x }\ng()",
-			1, []unitKind{unitStmt, unitDecl, unitStmt}, "g()"},
+			2, []unitKind{unitStmt, unitDecl, unitStmt}, "g()"},
 		{"x := 1; y := 2; x + y", 0, []unitKind{unitStmt}, "x + y"},
 		{"switch x := 3; x {\ncase 1:\n}\nvar v struct{ a, b int }", 0, []unitKind{unitStmt}, ""},
 	} {
-		p, err := makePlan(tc.code)
+		p, err := makePlan(token.NewFileSet(), 1, tc.code, nil)
 		if err != nil {
 			t.Errorf("%q: %v", tc.code, err)
 			continue
@@ -373,8 +374,12 @@ func TestSplitter(t *testing.T) {
 		if p.result != nil {
 			result = tc.code[p.result.start:p.result.end]
 		}
-		if len(p.imports) != tc.imports || fmt.Sprint(kinds) != fmt.Sprint(tc.chunks) || result != tc.result {
-			t.Errorf("%q: imports %d chunks %v result %q; want %d %v %q", tc.code, len(p.imports), kinds, result, tc.imports, tc.chunks, tc.result)
+		imports := 0
+		if p.imports != nil {
+			imports = len(p.imports.Imports)
+		}
+		if imports != tc.imports || fmt.Sprint(kinds) != fmt.Sprint(tc.chunks) || result != tc.result {
+			t.Errorf("%q: imports %d chunks %v result %q; want %d %v %q", tc.code, imports, kinds, result, tc.imports, tc.chunks, tc.result)
 		}
 	}
 }
