@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/traefik/yaegi/interp"
-
 	"github.com/ragen-go/ragen/dsl"
 	"github.com/ragen-go/ragen/stdlib"
 )
@@ -69,7 +67,7 @@ func runScript(t *testing.T, file string) (string, string) {
 		fmt.Fprintln(&out, bundle["text/plain"])
 	})
 	defer dsl.SetDisplay(nil)
-	i, err := stdlib.NewInterpreter(interp.Options{Stdout: &out, Stderr: &stderr, Env: os.Environ()})
+	i, err := stdlib.NewInterpreter(stdlib.Options{Stdout: &out, Stderr: &stderr})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/ragen-go/ragen/kernel/cellctx"
 	"github.com/ragen-go/ragen/kernel/display"
 	"github.com/ragen-go/ragen/kernel/session"
-	"github.com/ragen-go/ragen/stdlib"
 )
 
 // Options configure Run. The zero value runs every cell without a time
@@ -32,13 +31,7 @@ type Options struct {
 	// It must not be os.Stderr itself while cells run: the session captures
 	// fd 2 as cell output (pass a duplicate of it). nil: quiet.
 	Progress io.Writer
-	// Setup prepares a new session before the first cell. nil: UseRagen.
-	Setup func(*session.Session) error
 }
-
-// UseRagen makes the packages of package stdlib importable in a session,
-// "ragen" (the experiment DSL) among them.
-func UseRagen(s *session.Session) error { return s.Use(stdlib.Symbols) }
 
 // A CellReport is what happened to one code cell.
 type CellReport struct {
@@ -80,18 +73,11 @@ func (r *Report) Errors() int {
 // stops. The error is about the session itself; cell failures are in the
 // Report.
 func Run(ctx context.Context, nb *Notebook, opts Options) (*Report, error) {
-	setup := opts.Setup
-	if setup == nil {
-		setup = UseRagen
-	}
 	s, err := session.New(session.Options{Args: []string{"ragen-run"}})
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	if err := setup(s); err != nil {
-		return nil, err
-	}
 	r := &runner{nb: nb, opts: opts, sess: s, displays: map[string][]*Output{}}
 	dsl.SetContext(cellctx.Context)
 	dsl.SetDisplay(r.dslDisplay)

@@ -19,31 +19,51 @@
 // yaegi's extract (vendored in internal/extract to load every package in one
 // pass from the go command's export data); TestTablesUpToDate regenerates
 // them and fails on any difference. Generic functions and types are absent
-// from them: yaegi extract skips them.
+// from them: yaegi extract skips them. The same pass writes each package's
+// doc comments into Docs (the *_doc.go files), which the kernel shows on
+// inspect. The kernel's own packages, display and cellctx, are generated
+// here too, without the hooks that are the kernel's alone (a cell must not
+// replace the publisher of displays or the cell's context).
 package stdlib
 
 import (
 	"fmt"
+	"io"
+	"os"
+	"path"
 
 	"github.com/traefik/yaegi/interp"
 	yaegistd "github.com/traefik/yaegi/stdlib"
 )
 
-//go:generate go run ./internal/gen -name stdlib github.com/ragen-go/ragen/dsl github.com/ragen-go/ragen/envs github.com/ragen-go/ragen/plots github.com/ragen-go/ragen/engine/metrics github.com/ragen-go/ragen/engine/train github.com/ragen-go/ragen/engine/algo github.com/ragen-go/ragen/engine/rollout github.com/ragen-go/ragen/engine/model gorgonia.org/tensor
+//go:generate go run ./internal/gen -name stdlib -exclude github.com/ragen-go/ragen/kernel/display.SetPublisher,github.com/ragen-go/ragen/kernel/display.Publisher,github.com/ragen-go/ragen/kernel/display.Normalize,github.com/ragen-go/ragen/kernel/display.Data,github.com/ragen-go/ragen/kernel/display.PublishData,github.com/ragen-go/ragen/kernel/cellctx.Set,github.com/ragen-go/ragen/kernel/cellctx.Observed github.com/ragen-go/ragen/dsl github.com/ragen-go/ragen/envs github.com/ragen-go/ragen/plots github.com/ragen-go/ragen/engine/metrics github.com/ragen-go/ragen/engine/train github.com/ragen-go/ragen/engine/algo github.com/ragen-go/ragen/engine/rollout github.com/ragen-go/ragen/engine/model gorgonia.org/tensor github.com/ragen-go/ragen/kernel/display github.com/ragen-go/ragen/kernel/cellctx
 
 // Symbols are the generated tables of our packages, by "import/path/name",
-// plus "ragen/ragen": package dsl under its short import path.
+// plus the short import paths of Aliases.
 var Symbols = interp.Exports{}
 
-// dslPath is package dsl's key in Symbols.
-const dslPath = "github.com/ragen-go/ragen/dsl/dsl"
+// Docs are the doc comments of our packages' exported symbols, by import
+// path (short ones included) and then "Name", "Type.Method", "Type.Field"
+// ("" is the package's doc).
+var Docs = map[string]map[string]string{}
+
+// Aliases are the short import paths cells use for our packages: "ragen"
+// is package dsl, the experiment API.
+var Aliases = map[string]string{
+	"ragen":         "github.com/ragen-go/ragen/dsl",
+	"ragen/display": "github.com/ragen-go/ragen/kernel/display",
+	"ragen/cellctx": "github.com/ragen-go/ragen/kernel/cellctx",
+}
 
 func init() {
-	Symbols["ragen/ragen"] = Symbols[dslPath]
+	for short, full := range Aliases {
+		Symbols[short+"/"+path.Base(short)] = Symbols[full+"/"+path.Base(full)]
+		Docs[short] = Docs[full]
+	}
 }
 
 // Denied are standard packages a cell may not import. yaegi's tables leave
-// them out already; NewInterpreter checks that it stays so.
+// them out already; Exports checks that it stays so.
 var Denied = []string{"os/exec", "unsafe", "syscall", "plugin"}
 
 // BuildTag is set in every interpreter: a program meant for `ragen
@@ -51,26 +71,45 @@ var Denied = []string{"os/exec", "unsafe", "syscall", "plugin"}
 // resolve its "ragen" import, skips it (examples/ does this).
 const BuildTag = "ragen"
 
-// NewInterpreter returns an interpreter with the allowed standard library
-// and our packages. opts is passed to yaegi as it is, except that BuildTag
-// is added to BuildTags and Unrestricted is refused: a cell must not end the
-// process (os.Exit) or read the real environment behind the kernel's back.
-func NewInterpreter(opts interp.Options) (*interp.Interpreter, error) {
-	if opts.Unrestricted {
-		return nil, fmt.Errorf("stdlib: unrestricted interpreters are not allowed")
-	}
-	opts.BuildTags = append(append([]string(nil), opts.BuildTags...), BuildTag)
-	i := interp.New(opts)
-	std := interp.Exports{}
+// Exports is every package an interpreter of NewInterpreter can import:
+// the allowed standard library and our packages, by "import/path/name".
+func Exports() interp.Exports {
+	ex := interp.Exports{}
 	for key, syms := range yaegistd.Symbols {
 		if !denied(key) {
-			std[key] = syms
+			ex[key] = syms
 		}
 	}
-	for _, ex := range []interp.Exports{std, Symbols} {
-		if err := i.Use(ex); err != nil {
-			return nil, fmt.Errorf("stdlib: %w", err)
-		}
+	for key, syms := range Symbols {
+		ex[key] = syms
+	}
+	return ex
+}
+
+// Options are what differs between the interpreters of the kernel,
+// `ragen-run` and `ragen script`.
+type Options struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Args           []string // os.Args as the program sees it
+}
+
+// NewInterpreter is the one place an interpreter is made: the kernel's and
+// ragen-run's sessions and `ragen script` get theirs here. It imports
+// Exports, sets BuildTag, and is restricted: os.Exit and log.Fatal panic
+// instead of ending the process, and os.Getenv/Setenv see a copy of the
+// environment, so a cell cannot end the kernel or change its environment.
+func NewInterpreter(opts Options) (*interp.Interpreter, error) {
+	i := interp.New(interp.Options{
+		Stdin:     opts.Stdin,
+		Stdout:    opts.Stdout,
+		Stderr:    opts.Stderr,
+		Args:      opts.Args,
+		Env:       os.Environ(),
+		BuildTags: []string{BuildTag},
+	})
+	if err := i.Use(Exports()); err != nil {
+		return nil, fmt.Errorf("stdlib: %w", err)
 	}
 	return i, nil
 }

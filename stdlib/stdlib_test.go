@@ -2,13 +2,12 @@ package stdlib
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/traefik/yaegi/interp"
 
 	"github.com/ragen-go/ragen/stdlib/internal/extract"
 )
@@ -21,12 +20,12 @@ func TestTablesUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen := regexp.MustCompile(`(?m)^//go:generate go run ./internal/gen -name stdlib (.+)$`)
+	gen := regexp.MustCompile(`(?m)^//go:generate go run ./internal/gen (.+)$`)
 	m := gen.FindStringSubmatch(string(src))
 	if m == nil {
 		t.Fatal("no go:generate line in stdlib.go")
 	}
-	files, err := extract.Generate("stdlib", strings.Fields(m[1])...)
+	files, err := extract.Command(strings.Fields(m[1]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +51,7 @@ func TestTablesUpToDate(t *testing.T) {
 // The denied packages stay out, the allowed ones and ours are in, and
 // "ragen" is package dsl.
 func TestNewInterpreter(t *testing.T) {
-	i, err := NewInterpreter(interp.Options{})
+	i, err := NewInterpreter(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,17 +60,31 @@ func TestNewInterpreter(t *testing.T) {
 			t.Errorf("import %q: allowed", p)
 		}
 	}
-	for _, p := range []string{"fmt", "strings", "math/rand", "ragen", "github.com/ragen-go/ragen/envs", "gorgonia.org/tensor"} {
+	for _, p := range []string{"fmt", "strings", "math/rand", "ragen", "github.com/ragen-go/ragen/envs", "gorgonia.org/tensor", "ragen/display", "ragen/cellctx"} {
 		if _, err := i.Eval(`import _ "` + p + `"`); err != nil {
 			t.Errorf("import %q: %v", p, err)
 		}
+	}
+	// Restricted: os.Exit panics instead of ending the process; the kernel's
+	// hooks are not in the tables.
+	exit, err := NewInterpreter(Options{Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exit.Eval("import \"os\"\nfunc main() { os.Exit(3) }"); err == nil || !strings.Contains(err.Error(), "os.Exit(3)") {
+		t.Errorf("os.Exit in the interpreter: %v, want a panic", err)
+	}
+	for _, hook := range []string{"display.SetPublisher", "display.PublishData", "cellctx.Set"} {
+		if _, err := i.Eval(`import ("ragen/display"; "ragen/cellctx"); var _ = ` + hook); err == nil {
+			t.Errorf("%s is importable", hook)
+		}
+	}
+	if d := Docs["ragen"]["Experiment.Steps"]; d != "Steps of training (40)." {
+		t.Errorf("doc of ragen.Experiment.Steps: %q", d)
 	}
 	v, err := i.Eval(`import "ragen"
 var _ = ragen.StarPOS().FilterRatio`)
 	if err != nil {
 		t.Fatal(err, v)
-	}
-	if _, err := NewInterpreter(interp.Options{Unrestricted: true}); err == nil {
-		t.Error("unrestricted interpreter allowed")
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/ragen-go/ragen/kernel/display"
 	"github.com/ragen-go/ragen/kernel/live"
 	"github.com/ragen-go/ragen/kernel/session"
-	"github.com/ragen-go/ragen/stdlib"
 )
 
 func init() {
@@ -41,8 +40,7 @@ func runKernel(args []string) error {
 	return kernel.Run(context.Background(), *connFile, kernel.Options{Setup: setupRagen})
 }
 
-// setupRagen makes the project's packages importable in cells ("ragen" is
-// the DSL) and points the DSL's hooks at the running cell: its context
+// setupRagen points the DSL's hooks at the running cell: its context
 // (interrupts stop training), its displays, and a live view (progress bar
 // and chart) per training run. A DSL display id shows a
 // display the first time and updates it afterwards.
@@ -61,7 +59,7 @@ func setupRagen(s *session.Session) error {
 		}
 		display.PublishData(d)
 	})
-	return s.Use(stdlib.Symbols)
+	return nil
 }
 
 func installKernel(args []string) error {

@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/traefik/yaegi/interp"
-
 	"github.com/ragen-go/ragen/dsl"
 	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/train"
@@ -71,12 +69,11 @@ func runScript(args []string) error {
 		dsl.SetObserver(func() train.Observer { return &stepPrinter{} })
 	}
 
-	i, err := stdlib.NewInterpreter(interp.Options{
+	i, err := stdlib.NewInterpreter(stdlib.Options{
 		Stdin:  os.Stdin,
 		Stdout: os.Stdout,
 		Stderr: os.Stderr,
 		Args:   fs.Args(),
-		Env:    os.Environ(),
 	})
 	if err != nil {
 		return err

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/traefik/yaegi/interp"
-
 	"github.com/ragen-go/ragen/stdlib"
 )
 
@@ -18,7 +16,7 @@ func TestExamplesCompile(t *testing.T) {
 		t.Fatalf("no examples: %v", err)
 	}
 	for _, f := range files {
-		i, err := stdlib.NewInterpreter(interp.Options{})
+		i, err := stdlib.NewInterpreter(stdlib.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

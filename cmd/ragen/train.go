@@ -179,7 +179,7 @@ func runTrain(args []string) error {
 		return err
 	}
 	c.Comm = comm
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	var obs train.Observer = &printer{out: os.Stderr, quiet: a.quiet, start: time.Now(), steps: c.Steps, warmStart: warmStartLine(&c)}
 	if comm != nil && comm.Rank() != 0 {
@@ -221,9 +221,34 @@ func runTrain(args []string) error {
 		fmt.Fprintf(os.Stderr, "run directory: %s\n", c.RunDir)
 	}
 	if errors.Is(err, context.Canceled) {
-		return errors.New(interrupted(tr.StepsDone(), c.RunDir))
+		msg := interrupted(tr.StepsDone(), c.RunDir)
+		if e := err.Error(); e != context.Canceled.Error() {
+			msg += ": " + e // the checkpoint's error
+		}
+		return errors.New(msg)
 	}
 	return err
+}
+
+// interruptible is a context cancelled by the first Ctrl-C, at which the
+// trainer ends the step it is updating and saves a checkpoint; the signal
+// is then let go, so a second Ctrl-C ends the process at once.
+func interruptible() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	go func() {
+		if _, ok := <-sig; ok {
+			signal.Stop(sig)
+			fmt.Fprintln(os.Stderr, "\ninterrupt: stopping at the end of the step (a started update is finished) to save a checkpoint; Ctrl-C again quits without saving")
+			cancel()
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sig)
+		close(sig)
+		cancel()
+	}
 }
 
 // trainRank is runTrain on a rank other than 0 of a data-parallel run:
@@ -242,10 +267,8 @@ func trainRank(ctx context.Context, c train.Config, resume string) error {
 }
 
 // interrupted says how a run stopped by Ctrl-C after step steps can go
-// on: from the newest checkpoint in runDir/checkpoints if there is one,
-// else that nothing was saved. (The trainer saves every -checkpoint-every
-// steps and at the end, not on an interrupt: a step cut short may have
-// updated part of the weights.)
+// on: from the newest checkpoint in runDir/checkpoints (the trainer saves
+// the last step done when it is interrupted), else that nothing was saved.
 func interrupted(step int, runDir string) string {
 	msg := fmt.Sprintf("interrupted after step %d", step)
 	if runDir == "" {
@@ -260,7 +283,7 @@ func interrupted(step int, runDir string) string {
 		}
 	}
 	if last == "" {
-		return msg + "; no checkpoint was saved (-checkpoint-every N saves one every N steps; by default only the end of the run does): run again to start over"
+		return msg + "; no checkpoint was saved (a checkpoint needs a finished step): run again to start over"
 	}
 	msg += fmt.Sprintf("; resume with -resume %s", last)
 	if lastStep < step {

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -207,8 +210,8 @@ func TestInterruptedMessage(t *testing.T) {
 	if got, want := interrupted(3, ""), "interrupted after step 3; nothing was saved (no -run directory): run again to start over"; got != want {
 		t.Errorf("no run directory:\n got %s\nwant %s", got, want)
 	}
-	none := "interrupted after step 3; no checkpoint was saved (-checkpoint-every N saves one every N steps; by default only the end of the run does): run again to start over"
-	if got := interrupted(3, run); got != none {
+	none := "interrupted after step 0; no checkpoint was saved (a checkpoint needs a finished step): run again to start over"
+	if got := interrupted(0, run); got != none {
 		t.Errorf("no checkpoint:\n got %s\nwant %s", got, none)
 	}
 	ckpts := filepath.Join(run, "checkpoints")
@@ -223,6 +226,56 @@ func TestInterruptedMessage(t *testing.T) {
 	}
 	if got, want := interrupted(2, run), "interrupted after step 2; resume with -resume "+filepath.Join(ckpts, "step-000002"); got != want {
 		t.Errorf("checkpoint at the last step:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestTrainCtrlC: Ctrl-C to a running `ragen train` (a child process)
+// saves a checkpoint of the last step done, which the message names and
+// -resume continues from.
+func TestTrainCtrlC(t *testing.T) {
+	if args := os.Getenv("RAGEN_TEST_MAIN"); args != "" {
+		os.Args = append([]string{"ragen"}, strings.Fields(args)...)
+		main()
+		return
+	}
+	t.Setenv("RAGEN_CACHE", t.TempDir())
+	run := filepath.Join(t.TempDir(), "run")
+	args := []string{"-env", "bandit", "-model", "tiny", "-groups", "2", "-group-size", "2",
+		"-val", "0", "-sft-steps", "2", "-sft-episodes", "8", "-run", run}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTrainCtrlC$")
+	cmd.Env = append(os.Environ(), "RAGEN_TEST_MAIN=train -steps 1000 "+strings.Join(args, " "))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "step   2/1000") {
+			cmd.Process.Signal(os.Interrupt)
+			break
+		}
+	}
+	rest, _ := io.ReadAll(stderr)
+	out.Write(rest)
+	if err := cmd.Wait(); err == nil {
+		t.Fatalf("an interrupted ragen train exited 0:\n%s", out.String())
+	}
+	m := regexp.MustCompile(`interrupted after step (\d+); resume with -resume (\S+)\n`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no checkpoint named after Ctrl-C:\n%s", out.String())
+	}
+	if want := filepath.Join(run, "checkpoints", fmt.Sprintf("step-%06s", m[1])); m[2] != want {
+		t.Errorf("resume from %s, want %s (the last step done)", m[2], want)
+	}
+	n, _ := strconv.Atoi(m[1])
+	resumed := filepath.Join(t.TempDir(), "resumed")
+	if err := runTrain(append(args, "-steps", strconv.Itoa(n+1), "-resume", m[2], "-run", resumed, "-quiet")); err != nil {
+		t.Fatalf("-resume %s: %v", m[2], err)
 	}
 }
 

@@ -97,7 +97,7 @@ func (t *Trainer) afterStep(s metrics.Step) error {
 // finishRun saves the last checkpoint unless the periodic one just did, or
 // no step was trained (an evaluation, Steps 0: nothing new to save).
 func (t *Trainer) finishRun() error {
-	if t.cfg.RunDir != "" && t.step > 0 && (t.cfg.CheckpointEvery == 0 || t.step%t.cfg.CheckpointEvery != 0) {
+	if t.cfg.RunDir != "" && t.step > 0 && t.saved != t.step {
 		return t.Checkpoint()
 	}
 	return nil
@@ -179,6 +179,7 @@ func (t *Trainer) Checkpoint() error {
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
+	t.saved = t.step
 	return nil
 }
 

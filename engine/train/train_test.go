@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/ragen-go/ragen/engine/algo"
 	"math"
 	"path/filepath"
@@ -188,6 +189,64 @@ func TestCancelKeepsHistory(t *testing.T) {
 		t.Fatalf("after cancelling at step 1: %d steps done, %d recorded", tr.StepsDone(), len(tr.History.Steps))
 	}
 }
+
+// TestInterruptSavesCheckpoint cancels a run during the rollouts of step 2
+// (it stops with step 1 done) and during the update of step 2 (the step
+// runs to its end): each time Run saves a checkpoint of the last step done,
+// without -checkpoint-every, and a run resumed from it gives the metrics
+// of the uninterrupted run.
+func TestInterruptSavesCheckpoint(t *testing.T) {
+	c := tinyConfig(t)
+	c.Steps, c.ValEpisodes = 3, 0
+	c.Algo.FilterRatio = 1
+	whole := run(t, c)
+	for _, tc := range []struct {
+		phase string
+		done  int
+	}{{"rollout", 1}, {"train", 2}} {
+		c := c
+		c.RunDir = t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		tr, err := New(ctx, c, phaseHook(func(step int, phase string) {
+			if step == 2 && phase == tc.phase {
+				cancel()
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Run(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled in %s: err %v, want context.Canceled", tc.phase, err)
+		}
+		tr.Close()
+		if tr.StepsDone() != tc.done {
+			t.Fatalf("cancelled in step 2's %s: %d steps done, want %d", tc.phase, tr.StepsDone(), tc.done)
+		}
+		ckpt := filepath.Join(c.RunDir, "checkpoints", fmt.Sprintf("step-%06d", tc.done))
+		resumed, err := New(context.Background(), c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resumed.Resume(ckpt); err != nil {
+			t.Fatalf("cancelled in %s: %v", tc.phase, err)
+		}
+		if err := resumed.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		resumed.Close()
+		if !reflect.DeepEqual(deterministic(whole.History), deterministic(resumed.History)) {
+			t.Errorf("cancelled in %s, resumed at step %d: metrics differ:\n%v\n%v", tc.phase, tc.done,
+				deterministic(whole.History), deterministic(resumed.History))
+		}
+	}
+}
+
+type phaseHook func(step int, phase string)
+
+func (h phaseHook) Phase(step int, phase string) { h(step, phase) }
+func (phaseHook) Step(metrics.Step)              {}
+func (phaseHook) Event(metrics.Event)            {}
+func (phaseHook) WarmStart(WarmStartProgress)    {}
 
 func TestConfigValidateNamesField(t *testing.T) {
 	for _, tc := range []struct {

@@ -87,6 +87,7 @@ type Trainer struct {
 	valSeeds  []int64
 
 	step    int // steps done
+	saved   int // the step of the last checkpoint saved (0: none)
 	reused  *batch
 	History metrics.History
 	monitor *Monitor
@@ -265,8 +266,9 @@ func (t *Trainer) StepsDone() int { return t.step }
 
 // Run trains until cfg.Steps steps are done, ctx is cancelled, or an error
 // (NaN, collapse with Monitor.Action stop) ends it. Cancellation stops at
-// the next safe point between phases; the steps done so far stay in
-// History and the run directory, and the run can be resumed.
+// the next step boundary (see Step): the steps done so far stay in History
+// and the run directory, and with a run directory a checkpoint of the last
+// step done is saved, so that -resume continues as if nothing had stopped.
 func (t *Trainer) Run(ctx context.Context) error {
 	if t.step == 0 && t.cfg.ValEpisodes > 0 {
 		if err := t.validateAt(ctx, 0, t.History.Steps[0].Values); err != nil {
@@ -277,10 +279,13 @@ func (t *Trainer) Run(ctx context.Context) error {
 	}
 	for t.step < t.cfg.Steps {
 		if err := ctx.Err(); err != nil {
-			return err
+			return t.interrupted(err)
 		}
 		s, err := t.Step(ctx)
 		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return t.interrupted(err)
+			}
 			return err
 		}
 		if stop := t.afterStep(s); stop != nil {
@@ -293,7 +298,22 @@ func (t *Trainer) Run(ctx context.Context) error {
 	return t.finishRun()
 }
 
-// Step runs one training step and returns its metrics.
+// interrupted saves the state of the last step done when a cancelled ctx
+// stopped Run (Step leaves no step half done), unless it is saved already,
+// and returns err with the checkpoint's error, if any.
+func (t *Trainer) interrupted(err error) error {
+	if cerr := t.finishRun(); cerr != nil {
+		return fmt.Errorf("%w (and saving a checkpoint failed: %v)", err, cerr)
+	}
+	return err
+}
+
+// Step runs one training step and returns its metrics. Cancelling ctx
+// stops it during the rollouts, the filter and the advantages, which
+// change no state a checkpoint holds; once the update has begun the step
+// runs to its end (update and validation), so a cancelled run always
+// stands at a step boundary and can be saved. That costs at most one
+// update's time to an interrupt.
 func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 	cfg := &t.cfg
 	step := t.step + 1
@@ -415,10 +435,12 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 		t.reused = b
 	}
 
-	// 5. Update: critic and actor, PPO epochs over minibatches.
+	// 5. Update: critic and actor, PPO epochs over minibatches. From here
+	//    on the step is not cancelled (see above).
+	ctx = context.WithoutCancel(ctx)
 	t.obs.Phase(step, "train")
 	start := time.Now()
-	if err := t.update(ctx, step, b, m); err != nil {
+	if err := t.update(step, b, m); err != nil {
 		return metrics.Step{}, err
 	}
 	m[metrics.TimeTrain] = time.Since(start).Seconds()
@@ -541,17 +563,15 @@ func (t *Trainer) prepare(step int, kept []*rollout.Trajectory, rewards []float6
 }
 
 // update runs PPO epochs over minibatches of b: the critic first, then the
-// actor (as veRL), each with its own optimizer and gradient clipping.
-func (t *Trainer) update(ctx context.Context, step int, b *batch, m map[string]float64) error {
+// actor (as veRL), each with its own optimizer and gradient clipping. It is
+// not cancellable: a half-done update would leave weights no step had.
+func (t *Trainer) update(step int, b *batch, m map[string]float64) error {
 	cfg := &t.cfg
 	n := len(b.trajs)
 	mbs := min(cfg.MiniBatches, n)
 	var acc accumulator
 	for epoch := 0; epoch < cfg.PPOEpochs; epoch++ {
 		for k := 0; k < mbs; k++ {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
 			lo, hi := k*n/mbs, (k+1)*n/mbs
 			critic, actor := t.updateCritic, t.updateActor
 			if t.cfg.Comm != nil {

@@ -10,13 +10,17 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ragen-go/ragen/stdlib"
 )
 
 // Completion and inspection work on what the session knows at run time:
 // the packages it Uses (their symbol tables), what cells imported, the
-// globals of the interpreter and the declarations cells made. A package
-// member completes even before the cell importing the package has run
-// (`strings.Rep` -> Repeat), which GoNB cannot do.
+// globals of the interpreter and the declarations cells made, and on the
+// doc tables generated into package stdlib. A package member completes
+// even before the cell importing the package has run (`strings.Rep` ->
+// Repeat), which GoNB cannot do; after a dot the expression before it is
+// typed without running it (operand.go).
 
 var keywords = strings.Fields(`break case chan const continue default defer else fallthrough for func go goto if
 import interface map package range return select struct switch type var
@@ -59,8 +63,7 @@ func (s *Session) Complete(code string, cursor int) (matches []string, start, en
 	prefix := code[start:cursor]
 	var cands []string
 	if start > 0 && code[start-1] == '.' {
-		qs := identBefore(code, start-1)
-		cands = s.members(code[qs : start-1])
+		cands = s.members(code, start-1)
 	} else {
 		cands = s.names(code[:start] + code[cursor:]) // not the word being typed
 		cands = append(s.literalFields(code, start), cands...)
@@ -92,37 +95,6 @@ func (s *Session) packages(name string) []string {
 	}
 	sort.Strings(paths)
 	return paths
-}
-
-// members lists what may follow "qual.": a package's exported symbols, or
-// the fields and methods of a global variable's value.
-func (s *Session) members(qual string) []string {
-	var out []string
-	if v, ok := s.globals()[qual]; ok && v.IsValid() {
-		t := v.Type()
-		for i := 0; i < t.NumMethod(); i++ {
-			out = append(out, t.Method(i).Name)
-		}
-		if t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if t.Kind() == reflect.Struct {
-			for i := 0; i < t.NumField(); i++ {
-				if f := t.Field(i); f.IsExported() {
-					out = append(out, f.Name)
-				}
-			}
-		}
-		return out
-	}
-	for _, p := range s.packages(qual) {
-		s.mu.Lock()
-		for name := range s.exports[p] {
-			out = append(out, name)
-		}
-		s.mu.Unlock()
-	}
-	return out
 }
 
 // names lists identifiers in scope at top level.
@@ -183,19 +155,11 @@ func (s *Session) Inspect(code string, cursor int) (string, bool) {
 		return "", false
 	}
 	if start > 0 && code[start-1] == '.' {
-		qual := code[identBefore(code, start-1) : start-1]
-		if v, ok := s.globals()[qual]; ok && v.IsValid() {
-			return member(qual, name, v)
+		o, qual, ok := s.operandBefore(code, start-1)
+		if !ok {
+			return "", false
 		}
-		for _, p := range s.packages(qual) {
-			s.mu.Lock()
-			v, ok := s.exports[p][name]
-			s.mu.Unlock()
-			if ok {
-				return describe(p, name, v), true
-			}
-		}
-		return "", false
+		return s.describeMember(o, qual, name)
 	}
 	s.mu.Lock()
 	d := s.decls[name]
@@ -208,14 +172,10 @@ func (s *Session) Inspect(code string, cursor int) (string, bool) {
 		return fmt.Sprintf("%s\n\n(declared in cell[%d])", d.src, cellN), true
 	}
 	if v, ok := s.globals()[name]; ok && v.IsValid() {
-		val := fmt.Sprintf("%v", v)
-		if len(val) > 200 {
-			val = val[:200] + "..."
-		}
-		return fmt.Sprintf("var %s %s = %s", name, v.Type(), val), true
+		return fmt.Sprintf("var %s %s = %s", name, v.Type(), short(fmt.Sprintf("%v", v))), true
 	}
 	for _, p := range s.packages(name) {
-		return fmt.Sprintf("package %s (%q)", name, p), true
+		return withDoc(fmt.Sprintf("package %s (%q)", name, p), stdlib.Docs[p][""]), true
 	}
 	return "", false
 }
@@ -249,28 +209,17 @@ func (s *Session) literalFields(code string, start int) []string {
 	if open <= 0 {
 		return nil
 	}
-	ns := identBefore(code, open)
-	if ns == open || ns == 0 || code[ns-1] != '.' {
+	o, _, ok := s.operandBefore(code, open)
+	if !ok || !o.isType || o.typ.Kind() != reflect.Struct {
 		return nil
 	}
-	qual := code[identBefore(code, ns-1) : ns-1]
-	for _, p := range s.packages(qual) {
-		s.mu.Lock()
-		v, ok := s.exports[p][code[ns:open]]
-		s.mu.Unlock()
-		if !ok || v.Kind() != reflect.Pointer || !v.IsNil() || v.Type().Elem().Kind() != reflect.Struct {
-			continue
+	var out []string
+	for k := 0; k < o.typ.NumField(); k++ {
+		if f := o.typ.Field(k); f.IsExported() {
+			out = append(out, f.Name)
 		}
-		var out []string
-		t := v.Type().Elem()
-		for k := 0; k < t.NumField(); k++ {
-			if f := t.Field(k); f.IsExported() {
-				out = append(out, f.Name)
-			}
-		}
-		return out
 	}
-	return nil
+	return out
 }
 
 // openParen is the offset of the innermost '(' left open before cursor,
@@ -294,31 +243,6 @@ func openParen(code string, cursor int) int {
 		}
 	}
 	return -1
-}
-
-// member describes the field or method name of a global's value v.
-func member(qual, name string, v reflect.Value) (string, bool) {
-	if m := v.MethodByName(name); m.IsValid() {
-		return fmt.Sprintf("func (%s) %s%s", v.Type(), name, signature(m.Type(), 0)), true
-	}
-	if v.CanAddr() {
-		if m := v.Addr().MethodByName(name); m.IsValid() {
-			return fmt.Sprintf("func (*%s) %s%s", v.Type(), name, signature(m.Type(), 0)), true
-		}
-	}
-	for v.Kind() == reflect.Pointer && !v.IsNil() {
-		v = v.Elem()
-	}
-	if v.Kind() == reflect.Struct {
-		if f, ok := v.Type().FieldByName(name); ok && f.IsExported() {
-			val := fmt.Sprintf("%v", v.FieldByIndex(f.Index))
-			if len(val) > 200 {
-				val = val[:200] + "..."
-			}
-			return fmt.Sprintf("field %s.%s %s = %s", qual, name, f.Type, val), true
-		}
-	}
-	return "", false
 }
 
 // signature is a func type's parameters and results, its first skip
@@ -346,19 +270,28 @@ func signature(t reflect.Type, skip int) string {
 	return sig
 }
 
-// describe renders a symbol of a compiled package from its reflect value:
-// types are given as pointers to their zero value, variables addressable.
+// describe renders a symbol of a compiled package from its reflect value
+// (types are given as pointers to their zero value, variables
+// addressable), with its doc comment from the generated doc tables; a
+// struct's fields and a type's methods carry the first sentence of theirs.
 func describe(pkg, name string, v reflect.Value) string {
 	full := pkg + "." + name
+	docs := stdlib.Docs[pkg]
 	switch {
 	case v.Kind() == reflect.Pointer && v.IsNil():
 		t := v.Type().Elem()
+		line := func(text, key string) string {
+			if d := synopsis(docs[key]); d != "" {
+				return text + " // " + d
+			}
+			return text
+		}
 		out := fmt.Sprintf("type %s %s", full, t.Kind())
 		if t.Kind() == reflect.Struct {
 			var fields []string
 			for i := 0; i < t.NumField(); i++ {
 				if f := t.Field(i); f.IsExported() {
-					fields = append(fields, fmt.Sprintf("\t%s %s", f.Name, f.Type))
+					fields = append(fields, line(fmt.Sprintf("\t%s %s", f.Name, f.Type), name+"."+f.Name))
 				}
 			}
 			out = fmt.Sprintf("type %s struct {\n%s\n}", full, strings.Join(fields, "\n"))
@@ -368,24 +301,24 @@ func describe(pkg, name string, v reflect.Value) string {
 		for i := 0; i < pt.NumMethod(); i++ {
 			m := pt.Method(i)
 			// m.Type has the receiver as its first parameter.
-			methods = append(methods, fmt.Sprintf("func (%s) %s%s", name, m.Name, signature(m.Type, 1)))
+			methods = append(methods, line(fmt.Sprintf("func (%s) %s%s", name, m.Name, signature(m.Type, 1)), name+"."+m.Name))
 		}
 		if t.Kind() == reflect.Interface {
 			for i := 0; i < t.NumMethod(); i++ {
 				m := t.Method(i)
-				methods = append(methods, fmt.Sprintf("%s%s", m.Name, strings.TrimPrefix(m.Type.String(), "func")))
+				methods = append(methods, line(fmt.Sprintf("%s%s", m.Name, strings.TrimPrefix(m.Type.String(), "func")), name+"."+m.Name))
 			}
 		}
 		if len(methods) > 0 {
 			out += "\n\n" + strings.Join(methods, "\n")
 		}
-		return out
+		return withDoc(out, docs[name])
 	case v.Kind() == reflect.Func:
-		return "func " + full + strings.TrimPrefix(v.Type().String(), "func")
+		return withDoc("func "+full+strings.TrimPrefix(v.Type().String(), "func"), docs[name])
 	case v.CanAddr():
-		return fmt.Sprintf("var %s %s", full, v.Type())
+		return withDoc(fmt.Sprintf("var %s %s", full, v.Type()), docs[name])
 	default:
-		return fmt.Sprintf("const %s = %v", full, v)
+		return withDoc(fmt.Sprintf("const %s = %v", full, v), docs[name])
 	}
 }
 
@@ -421,47 +354,16 @@ func IsComplete(code string) (status, indent string) {
 	case depth < 0:
 		return "invalid", ""
 	}
-	p, err := makePlan(code)
-	if err != nil {
-		return "invalid", ""
-	}
 	lines := strings.Count(strings.TrimRight(code, "\n"), "\n") + 1
-	check := func(err error) string {
-		if err == nil {
-			return ""
-		}
+	if _, err := makePlan(token.NewFileSet(), 1, code, nil); err != nil {
 		// An error at the end of input (or at main's closing brace, past
 		// the cell's last line) means more input may fix it.
 		var list scanner.ErrorList
 		if strings.Contains(err.Error(), "EOF") ||
 			errors.As(err, &list) && len(list) > 0 && list[0].Pos.Line%lineBase > lines {
-			return "incomplete"
+			return "incomplete", ""
 		}
-		return "invalid"
-	}
-	scratch := token.NewFileSet()
-	for _, c := range p.chunks {
-		var err error
-		if c.kind == unitDecl {
-			_, err = parseDecls(scratch, 1, masked(code, c.units), nil)
-		} else {
-			_, err = parseStmts(scratch, 1, masked(code, c.units), nil)
-		}
-		if st := check(err); st != "" {
-			return st, ""
-		}
-	}
-	if len(p.imports) > 0 {
-		_, err := parseDecls(scratch, 1, masked(code, p.imports), nil)
-		if st := check(err); st != "" {
-			return st, ""
-		}
-	}
-	if p.result != nil {
-		_, err := parseStmts(scratch, 1, masked(code, []unit{*p.result}), nil)
-		if st := check(err); st != "" {
-			return st, ""
-		}
+		return "invalid", ""
 	}
 	return "complete", ""
 }

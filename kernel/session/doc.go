@@ -2,14 +2,17 @@
 // ZeroMQ: the kernel serves it over the wire and ragen-run drives it in
 // process, so both execute cells identically.
 //
-// A Session is one yaegi (v0.16.1) interpreter with the Go standard
-// library (yaegi's tables, restricted: os.Exit panics, the environment is a
-// copy, no os/exec), the kernel's packages under "ragen/display"
-// and "ragen/cellctx", and whatever symbol tables Use adds (the generated
-// tables of stdlib/). Execute runs one cell:
+// A Session is one yaegi (v0.16.1) interpreter made by
+// stdlib.NewInterpreter, as ragen script's is: the Go standard library
+// (yaegi's tables, restricted: os.Exit panics, the environment is a copy,
+// no os/exec), the DSL as "ragen" and our packages, the kernel's packages
+// under "ragen/display" and "ragen/cellctx", and whatever symbol tables Use
+// adds. Execute runs one cell:
 //
 //   - split.go cuts the cell into imports (hoisted), declaration chunks and
-//     statement chunks, compiled with positions that are the cell's own;
+//     statement chunks and parses each once into a plan, with positions
+//     that are the cell's own; the redefinition checks, the guards and the
+//     result's display probes work on the plan's trees;
 //   - globals.go runs a statement chunk unit by unit when yaegi cannot
 //     type one of its global defines (x := cs[0] with cs of a compiled
 //     package's type fails with "constant definition loop"): the define

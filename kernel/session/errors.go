@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/scanner"
 	"go/token"
 	"os"
@@ -234,28 +233,36 @@ func literalPosition(code string, line, col int, pe exprPositioner) (int, int, b
 // (re-running a cell) is skipped. The same holds for a method: yaegi adds
 // the new one after the old, and method lookup finds the old one first.
 
-// checkDecls parses each unit of a declaration chunk, drops identical type
-// re-declarations, rejects changed types, and returns the declarations to
-// record once the chunk has run.
-func (s *Session) checkDecls(id int, code string, units []unit) ([]unit, []*decl, error) {
-	var keep []unit
+// checkDecls goes through the declarations of a chunk as parsed: it drops
+// identical type re-declarations from c.file, rejects changed types, and
+// returns the declarations to record once the chunk has run. Each
+// declaration is the unit that starts at its position.
+func (s *Session) checkDecls(id int, code string, c *chunk) ([]*decl, error) {
+	fset := s.in.FileSet()
+	unitAt := map[[2]int]unit{}
+	for _, u := range c.units {
+		l, col := lineCol(code, u.start)
+		unitAt[[2]int{id*lineBase + l, col}] = u
+	}
+	var keep []ast.Decl
 	var ds []*decl
-	for _, u := range units {
-		src := code[u.start:u.end]
-		f, err := parser.ParseFile(token.NewFileSet(), "", "package p;"+src, 0)
-		if err != nil || len(f.Decls) != 1 {
-			keep = append(keep, u) // the real parse reports the error
+	for _, d := range c.file.Decls {
+		pos := fset.Position(d.Pos())
+		u, ok := unitAt[[2]int{pos.Line, pos.Column}]
+		if !ok {
+			keep = append(keep, d)
 			continue
 		}
+		src := code[u.start:u.end]
 		refs := map[string]bool{}
-		ast.Inspect(f.Decls[0], func(n ast.Node) bool {
+		ast.Inspect(d, func(n ast.Node) bool {
 			if id, ok := n.(*ast.Ident); ok {
 				refs[id.Name] = true
 			}
 			return true
 		})
 		text := masked(code, []unit{u})
-		switch d := f.Decls[0].(type) {
+		switch d := d.(type) {
 		case *ast.FuncDecl:
 			key := d.Name.Name
 			if d.Recv != nil && len(d.Recv.List) == 1 {
@@ -271,14 +278,14 @@ func (s *Session) checkDecls(id int, code string, units []unit) ([]unit, []*decl
 					s.mu.Lock()
 					n := s.cells[prev.id].Number
 					s.mu.Unlock()
-					return nil, nil, s.posError("CompileError", id, l, c, fmt.Sprintf(
+					return nil, s.posError("CompileError", id, l, c, fmt.Sprintf(
 						"method %s is already declared in cell[%d]; the interpreter cannot change a method (calls would keep the first one): restart the kernel to redefine it, or use a new name", key, n))
 				}
 			}
 			ds = append(ds, &decl{key: key, kind: token.FUNC, src: src, id: id, text: text, refs: refs})
 		case *ast.GenDecl:
 			if d.Tok != token.TYPE {
-				keep = append(keep, u)
+				keep = append(keep, d)
 				continue
 			}
 			same := true
@@ -298,7 +305,7 @@ func (s *Session) checkDecls(id int, code string, units []unit) ([]unit, []*decl
 					s.mu.Lock()
 					n := s.cells[prev.id].Number
 					s.mu.Unlock()
-					return nil, nil, s.posError("CompileError", id, l, c, fmt.Sprintf(
+					return nil, s.posError("CompileError", id, l, c, fmt.Sprintf(
 						"type %s is already declared in cell[%d]; the interpreter cannot change a declared type: restart the kernel to redefine it, or use a new name", name, n))
 				}
 			}
@@ -306,9 +313,10 @@ func (s *Session) checkDecls(id int, code string, units []unit) ([]unit, []*decl
 				continue // re-running the same declaration
 			}
 		}
-		keep = append(keep, u)
+		keep = append(keep, d)
 	}
-	return keep, ds, nil
+	c.file.Decls = keep
+	return ds, nil
 }
 
 func recvName(e ast.Expr) string {

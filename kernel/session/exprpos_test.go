@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-
-	"github.com/ragen-go/ragen/stdlib"
 )
 
 // A reward expression that does not compile is reported at its column in
@@ -16,9 +14,6 @@ func TestExprErrorPointsIntoCell(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Use(stdlib.Symbols); err != nil {
-		t.Fatal(err)
-	}
 	code := "import \"ragen\"\n\nr := ragen.Reward(`success ? 1 : turns_typo`)\n_ = r"
 	res := s.Execute(context.Background(), Cell{Code: code, Number: 3}, Output{})
 	if res.Err == nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"reflect"
 	"strings"
@@ -59,7 +58,7 @@ type define struct {
 // parseDefine recognizes a define in the text of one unit, nil otherwise.
 func parseDefine(text string) *define {
 	const pre = "package p; func _() {\n"
-	f, err := parser.ParseFile(token.NewFileSet(), "", pre+text+"\n}", 0)
+	f, err := parseFile(token.NewFileSet(), "", pre+text+"\n}", 0)
 	if err != nil {
 		return nil
 	}

@@ -3,7 +3,6 @@ package session
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"sort"
 	"strings"
@@ -35,20 +34,30 @@ const recoverDecl = `func ` + recoverFunc + `(at string) {
 
 var goSeq atomic.Int64
 
-// guard rewrites a cell's chunk, a complete file as compiled, before it
-// is compiled: its go statements (guardGo) and its make calls (guardMake,
-// makeguard.go).
-func (s *Session) guard(src string) string { return guardMake(s.guardGo(src)) }
+// guard rewrites a cell's chunk, a complete file as compiled and parsed
+// into f, before it is compiled: its go statements (guardGo) and its make
+// calls (guardMake, makeguard.go). It is a guardFunc: a chunk with neither
+// is returned as it is, without parsing it again.
+func (s *Session) guard(fset *token.FileSet, f *ast.File, src string) string {
+	g := s.guardGo(fset, f, src)
+	if g != src {
+		f = nil // guardMake parses the rewritten source
+	}
+	return guardMake(fset, f, g)
+}
 
-// guardGo rewrites the go statements of src, a complete file as compiled.
-// Each pass rewrites the outermost unguarded statements; nested ones are
-// reached by the next pass.
-func (s *Session) guardGo(src string) string {
+// guardGo rewrites the go statements of src, a complete file as compiled,
+// parsed into f in fset. Each pass rewrites the outermost unguarded
+// statements; nested ones are reached by the next pass, which parses the
+// rewritten source.
+func (s *Session) guardGo(fset *token.FileSet, f *ast.File, src string) string {
 	for pass := 0; pass < 8; pass++ {
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, fileName, src, 0)
-		if err != nil {
-			return src // the real parse reports the error
+		if pass > 0 {
+			fset = token.NewFileSet()
+			var err error
+			if f, err = parseFile(fset, fileName, src, 0); err != nil {
+				return src // the real parse reports the error
+			}
 		}
 		imported := map[string]bool{}
 		s.mu.Lock()

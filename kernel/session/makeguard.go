@@ -3,7 +3,6 @@ package session
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"math"
 	"reflect"
@@ -43,15 +42,18 @@ const makeCheckFrom = 64 << 20
 // whether it is known; a variable for tests.
 var memAvailable = systemMemAvailable
 
-// guardMake rewrites the make calls of src, a complete file as compiled.
-func guardMake(src string) string {
+// guardMake rewrites the make calls of src, a complete file as compiled,
+// parsed into f in fset (f nil: not parsed yet).
+func guardMake(fset *token.FileSet, f *ast.File, src string) string {
 	if !strings.Contains(src, "make") {
 		return src
 	}
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, fileName, src, parser.ParseComments)
-	if err != nil {
-		return src // the real parse reports the error
+	if f == nil {
+		fset = token.NewFileSet()
+		var err error
+		if f, err = parseFile(fset, fileName, src, 0); err != nil {
+			return src // the real parse reports the error
+		}
 	}
 	type edit struct {
 		at   int

@@ -2,11 +2,8 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"go/ast"
-	"go/parser"
-	"go/scanner"
 	"go/token"
 	"os"
 	"path"
@@ -19,10 +16,10 @@ import (
 	"time"
 
 	"github.com/traefik/yaegi/interp"
-	"github.com/traefik/yaegi/stdlib"
 
 	"github.com/ragen-go/ragen/kernel/cellctx"
 	"github.com/ragen-go/ragen/kernel/display"
+	"github.com/ragen-go/ragen/stdlib"
 )
 
 // Options configure a Session. The zero value is ready to use.
@@ -120,8 +117,9 @@ type decl struct {
 	seq  int             // declaration order
 }
 
-// New starts an interpreter with the Go standard library (yaegi's tables)
-// and the kernel's packages ("ragen/display", "ragen/cellctx").
+// New starts an interpreter made by stdlib.NewInterpreter: the allowed Go
+// standard library, the DSL ("ragen") and our packages, and the kernel's
+// ("ragen/display", "ragen/cellctx").
 func New(opts Options) (*Session, error) {
 	if opts.InterruptGrace <= 0 {
 		opts.InterruptGrace = 10 * time.Second
@@ -139,31 +137,21 @@ func New(opts Options) (*Session, error) {
 		cells:    []Cell{{}}, // id 0 is the session's own setup code
 		nextID:   1,
 	}
-	// Restricted mode: os.Exit and log.Fatal panic instead of ending the
-	// kernel, and the environment is a copy. yaegi's tables hold neither
-	// os/exec nor unsafe nor syscall (see package stdlib for the policy).
-	s.in = interp.New(interp.Options{
+	var err error
+	s.in, err = stdlib.NewInterpreter(stdlib.Options{
 		Stdin:  strings.NewReader(""),
 		Stdout: os.Stdout, // fd 1, captured during cells
 		Stderr: &stderrFilter{s: s},
 		Args:   opts.Args,
-		Env:    os.Environ(),
 	})
-	yi, err := newInternals(s.in)
 	if err != nil {
 		return nil, err
 	}
-	s.yi = yi
-	for _, ex := range []interp.Exports{stdlib.Symbols, Symbols, s.resultSymbols()} {
-		if err := s.Use(ex); err != nil {
-			return nil, err
-		}
+	s.record(stdlib.Exports())
+	if s.yi, err = newInternals(s.in); err != nil {
+		return nil, err
 	}
-	short := interp.Exports{
-		"ragen/display/display": Symbols["github.com/ragen-go/ragen/kernel/display/display"],
-		"ragen/cellctx/cellctx": Symbols["github.com/ragen-go/ragen/kernel/cellctx/cellctx"],
-	}
-	if err := s.Use(short); err != nil {
+	if err := s.Use(s.resultSymbols()); err != nil {
 		return nil, err
 	}
 	f, err := parseDecls(s.in.FileSet(), 0, `import __ragen "ragen/internal/cellresult"`+"\n"+recoverDecl, nil)
@@ -183,13 +171,18 @@ func New(opts Options) (*Session, error) {
 	return s, nil
 }
 
-// Use makes the packages in exports importable by cells (yaegi's symbol
-// tables: "import/path/name" -> symbol -> value). Generated tables from
-// stdlib/ plug in here.
+// Use makes more packages importable by cells (yaegi's symbol tables:
+// "import/path/name" -> symbol -> value), beyond stdlib's.
 func (s *Session) Use(exports interp.Exports) error {
 	if err := s.in.Use(exports); err != nil {
 		return err
 	}
+	s.record(exports)
+	return nil
+}
+
+// record notes the packages of exports for completion and inspection.
+func (s *Session) record(exports interp.Exports) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, syms := range exports {
@@ -197,7 +190,6 @@ func (s *Session) Use(exports interp.Exports) error {
 		s.pkgNames[p] = name
 		s.exports[p] = syms
 	}
-	return nil
 }
 
 // Close releases the capture pipes. The interpreter itself cannot be
@@ -343,51 +335,50 @@ func (s *Session) runSafe(ctx context.Context, id int, cell Cell) (err error) {
 // result expression.
 func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 	code := cell.Code
-	p, err := makePlan(code)
+	fset := s.in.FileSet()
+	p, err := makePlan(fset, id, code, s.guard)
 	if err != nil {
-		var list scanner.ErrorList
-		if errors.As(err, &list) && len(list) > 0 {
-			return s.posError("SyntaxError", id, list[0].Pos.Line, list[0].Pos.Column, list[0].Msg)
-		}
 		return err
 	}
-	fset := s.in.FileSet()
 
 	// Imports: skip those already imported under the same name.
-	if len(p.imports) > 0 {
-		f, err := parseDecls(fset, id, masked(code, p.imports), nil)
-		if err != nil {
-			return err
-		}
-		var specs []string
-		for _, sp := range f.Imports {
-			ipath, _ := strconv.Unquote(sp.Path.Value)
-			name := s.pkgName(ipath)
-			if sp.Name != nil {
-				name = sp.Name.Name
-			}
-			pos := fset.Position(sp.Pos())
-			if prev, ok := s.imported[name]; ok {
-				if prev == ipath {
-					continue
+	if p.imports != nil {
+		var specs []ast.Spec
+		decls := p.imports.Decls[:0]
+		for _, d := range p.imports.Decls {
+			g := d.(*ast.GenDecl)
+			kept := g.Specs[:0]
+			for _, sp := range g.Specs {
+				sp := sp.(*ast.ImportSpec)
+				ipath, _ := strconv.Unquote(sp.Path.Value)
+				name := s.pkgName(ipath)
+				if sp.Name != nil {
+					name = sp.Name.Name
 				}
-				return fmt.Errorf("%s:%d:%d: %s already imported as %q", fileName, pos.Line, pos.Column, name, prev)
+				if prev, ok := s.imported[name]; ok {
+					if prev == ipath {
+						continue
+					}
+					pos := fset.Position(sp.Pos())
+					return fmt.Errorf("%s:%d:%d: %s already imported as %q", fileName, pos.Line, pos.Column, name, prev)
+				}
+				kept = append(kept, sp)
+				specs = append(specs, sp)
 			}
-			spec := sp.Path.Value
-			if sp.Name != nil {
-				spec = sp.Name.Name + " " + spec
+			if g.Specs = kept; len(kept) > 0 {
+				decls = append(decls, g)
 			}
-			specs = append(specs, fmt.Sprintf("//line %s:%d:%d\n%s\n", fileName, pos.Line, pos.Column, spec))
+		}
+		p.imports.Decls, p.imports.Imports = decls, nil
+		for _, sp := range specs {
+			p.imports.Imports = append(p.imports.Imports, sp.(*ast.ImportSpec))
 		}
 		if len(specs) > 0 {
-			f, err := parser.ParseFile(fset, fileName, "package main\nimport (\n"+strings.Join(specs, "")+")\n", 0)
-			if err != nil {
+			if _, err := s.compileRun(ctx, p.imports); err != nil {
 				return err
 			}
-			if _, err := s.compileRun(ctx, f); err != nil {
-				return err
-			}
-			for _, sp := range f.Imports {
+			for _, sp := range specs {
+				sp := sp.(*ast.ImportSpec)
 				ipath, _ := strconv.Unquote(sp.Path.Value)
 				name := s.pkgName(ipath)
 				if sp.Name != nil {
@@ -400,44 +391,24 @@ func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 		}
 	}
 
-	// Parse all chunks before running any.
-	nodes := make([]ast.Node, len(p.chunks))
-	var newDecls [][]*decl
+	// Check every declaration before running anything.
+	newDecls := make([][]*decl, len(p.chunks))
+	for i := range p.chunks {
+		if c := &p.chunks[i]; c.kind == unitDecl {
+			if newDecls[i], err = s.checkDecls(id, code, c); err != nil {
+				return err
+			}
+		}
+	}
 	for i, c := range p.chunks {
-		if c.kind == unitDecl {
-			units, ds, err := s.checkDecls(id, code, c.units)
-			if err != nil {
-				return err
-			}
-			newDecls = append(newDecls, ds)
-			if len(units) == 0 {
-				continue
-			}
-			f, err := parseDecls(fset, id, masked(code, units), s.guard)
-			if err != nil {
-				return err
-			}
-			nodes[i] = f
-		} else {
-			newDecls = append(newDecls, nil)
-			if _, err := parseStmts(token.NewFileSet(), id, masked(code, c.units), nil); err != nil {
-				return err // reported on the text as written
-			}
-			b, err := parseStmts(fset, id, marked(code, id, c.units), s.guard)
-			if err != nil {
-				return err
-			}
-			nodes[i] = b
-		}
-	}
-	if p.result != nil {
-		if _, err := parseStmts(fset, id, masked(code, []unit{*p.result}), s.guard); err != nil {
-			return err
-		}
-	}
-	for i, n := range nodes {
-		if n == nil {
-			continue
+		var n ast.Node
+		switch {
+		case c.kind == unitStmt:
+			n = c.body
+		case len(c.file.Decls) > 0:
+			n = c.file
+		default:
+			continue // only declarations run before
 		}
 		s.setAt(0, 0)
 		prog, err := s.compile(n)
@@ -446,8 +417,8 @@ func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 			if _, err := s.execute(ctx, prog); err != nil {
 				return err
 			}
-		case p.chunks[i].kind == unitStmt && typeLoop(err):
-			if err := s.runUnits(ctx, id, code, p.chunks[i].units); err != nil {
+		case c.kind == unitStmt && typeLoop(err):
+			if err := s.runUnits(ctx, id, code, c.units); err != nil {
 				return err
 			}
 		default:
@@ -455,9 +426,9 @@ func (s *Session) run(ctx context.Context, id int, cell Cell) error {
 		}
 		s.recordDecls(ctx, newDecls[i])
 	}
-	if p.result != nil {
+	if p.expr != nil {
 		s.setAt(0, 0) // the result is not marked: yaegi's position is right
-		return s.runResult(ctx, id, code, *p.result)
+		return s.runResult(ctx, p.expr)
 	}
 	return nil
 }
@@ -507,50 +478,60 @@ func (s *Session) compile(n ast.Node) (prog *interp.Program, err error) {
 // see methods of interpreted types). The first that compiles is run, so E
 // is evaluated once. If none compiles, E has no single value (a call of a
 // function with zero or several results) and runs as a plain statement:
-// `fmt.Println(x)` shows its output, not `12 <nil>`.
-var resultProbes = [][2]string{
-	{"func() { __ragenV := ", "; __ragen.BundleMeta(__ragenV.MIMEBundle(), __ragenV.MIMEMetadata()) }()"},
-	{"__ragen.Bundle((", ").MIMEBundle())"},
-	{"__ragen.PNG((", ").PNG())"},
-	{"__ragen.SVG((", ").SVG())"},
-	{"__ragen.HTML((", ").HTML())"},
-	{"__ragen.Markdown((", ").Markdown())"},
-	{"__ragen.Text((", ").String())"},
-	{"__ragen.Text((", ").Error())"},
-	{"__ragen.Value(", ")"},
+// `fmt.Println(x)` shows its output, not `12 <nil>`. The probes are built
+// around E's tree as parsed, at E's position (yaegi takes the file a tree
+// belongs to, and with it the cell's imports, from its position):
+//
+//	func() { __ragenV := E; __ragen.BundleMeta(__ragenV.MIMEBundle(), __ragenV.MIMEMetadata()) }()
+//	__ragen.Bundle((E).MIMEBundle())
+//	__ragen.PNG((E).PNG()), SVG, HTML, Markdown, Text((E).String()), Text((E).Error())
+//	__ragen.Value(E)
+func resultProbes(e ast.Expr) []ast.Stmt {
+	pos := e.Pos()
+	ident := func(name string) *ast.Ident { return &ast.Ident{NamePos: pos, Name: name} }
+	sel := func(x ast.Expr, name string) ast.Expr { return &ast.SelectorExpr{X: x, Sel: ident(name)} }
+	call := func(f ast.Expr, args ...ast.Expr) ast.Expr {
+		return &ast.CallExpr{Fun: f, Lparen: pos, Args: args, Rparen: pos}
+	}
+	helper := func(name string, args ...ast.Expr) ast.Stmt {
+		return &ast.ExprStmt{X: call(sel(ident("__ragen"), name), args...)}
+	}
+	method := func(name string) ast.Expr { return call(sel(&ast.ParenExpr{Lparen: pos, X: e, Rparen: pos}, name)) }
+	v := "__ragenV"
+	bundleMeta := &ast.FuncLit{
+		Type: &ast.FuncType{Func: pos, Params: &ast.FieldList{Opening: pos, Closing: pos}},
+		Body: &ast.BlockStmt{Lbrace: pos, Rbrace: pos, List: []ast.Stmt{
+			&ast.AssignStmt{Lhs: []ast.Expr{ident(v)}, TokPos: pos, Tok: token.DEFINE, Rhs: []ast.Expr{e}},
+			helper("BundleMeta", call(sel(ident(v), "MIMEBundle")), call(sel(ident(v), "MIMEMetadata"))),
+		}},
+	}
+	return []ast.Stmt{
+		&ast.ExprStmt{X: call(bundleMeta)},
+		helper("Bundle", method("MIMEBundle")),
+		helper("PNG", method("PNG")),
+		helper("SVG", method("SVG")),
+		helper("HTML", method("HTML")),
+		helper("Markdown", method("Markdown")),
+		helper("Text", method("String")),
+		helper("Text", method("Error")),
+		helper("Value", e),
+	}
 }
 
-func (s *Session) runResult(ctx context.Context, id int, code string, u unit) error {
-	m := masked(code, []unit{u})
-	for _, pr := range resultProbes {
-		text := m[:u.start] + pr[0] + code[u.start:u.end] + pr[1] + m[u.end:]
-		b, err := parseStmts(s.in.FileSet(), id, text, s.guard)
+func (s *Session) runResult(ctx context.Context, e ast.Expr) error {
+	block := func(st ast.Stmt) *ast.BlockStmt {
+		return &ast.BlockStmt{Lbrace: e.Pos(), List: []ast.Stmt{st}, Rbrace: e.End()}
+	}
+	for _, probe := range resultProbes(e) {
+		prog, err := s.compile(block(probe))
 		if err != nil {
-			continue
-		}
-		prog, err := s.compile(b)
-		if err != nil {
-			s.forgetFile(b) // nothing compiled from it is kept
 			continue
 		}
 		_, err = s.execute(ctx, prog)
 		return err
 	}
-	b, err := parseStmts(s.in.FileSet(), id, m, s.guard)
-	if err != nil {
-		return err
-	}
-	_, err = s.compileRun(ctx, b)
+	_, err := s.compileRun(ctx, block(&ast.ExprStmt{X: e}))
 	return err
-}
-
-// forgetFile removes the file n was parsed into from the interpreter's
-// FileSet, once nothing compiled from it is kept (a failed compile).
-func (s *Session) forgetFile(n ast.Node) {
-	fset := s.in.FileSet()
-	if f := fset.File(n.Pos()); f != nil {
-		fset.RemoveFile(f)
-	}
 }
 
 // resultSymbols is the helper package the result probes call. Each helper

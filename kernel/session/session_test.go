@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"go/token"
 	"strings"
 	"sync"
 	"testing"
@@ -342,7 +343,7 @@ func TestSemicolonJoined(t *testing.T) {
 func TestSplitter(t *testing.T) {
 	for _, tc := range []struct {
 		code    string
-		imports int
+		imports int // import specs
 		chunks  []unitKind
 		result  string
 	}{
@@ -356,11 +357,11 @@ func TestSplitter(t *testing.T) {
 		{"func() { println(1) }()", 0, nil, "func() { println(1) }()"},
 		{"func (x int) int { return x }(3)", 0, nil, "func (x int) int { return x }(3)"},
 		{"var a = 1\nfunc g() int { return a }\nimport (\n\t\"os\"\n\t\"fmt\"\n)\nfor i := 0; i < 2; i++ {\n}\nif x := 1; x > 0 { a = x }\ng()",
-			1, []unitKind{unitStmt, unitDecl, unitStmt}, "g()"},
+			2, []unitKind{unitStmt, unitDecl, unitStmt}, "g()"},
 		{"x := 1; y := 2; x + y", 0, []unitKind{unitStmt}, "x + y"},
 		{"switch x := 3; x {\ncase 1:\n}\nvar v struct{ a, b int }", 0, []unitKind{unitStmt}, ""},
 	} {
-		p, err := makePlan(tc.code)
+		p, err := makePlan(token.NewFileSet(), 1, tc.code, nil)
 		if err != nil {
 			t.Errorf("%q: %v", tc.code, err)
 			continue
@@ -373,8 +374,12 @@ func TestSplitter(t *testing.T) {
 		if p.result != nil {
 			result = tc.code[p.result.start:p.result.end]
 		}
-		if len(p.imports) != tc.imports || fmt.Sprint(kinds) != fmt.Sprint(tc.chunks) || result != tc.result {
-			t.Errorf("%q: imports %d chunks %v result %q; want %d %v %q", tc.code, len(p.imports), kinds, result, tc.imports, tc.chunks, tc.result)
+		imports := 0
+		if p.imports != nil {
+			imports = len(p.imports.Imports)
+		}
+		if imports != tc.imports || fmt.Sprint(kinds) != fmt.Sprint(tc.chunks) || result != tc.result {
+			t.Errorf("%q: imports %d chunks %v result %q; want %d %v %q", tc.code, imports, kinds, result, tc.imports, tc.chunks, tc.result)
 		}
 	}
 }
@@ -578,5 +583,71 @@ func TestCompleteLiteralFields(t *testing.T) {
 	code = "c := tls.Config{Min"
 	if got, _, _ := s.Complete(code, len(code)); fmt.Sprint(got) != "[MinVersion]" {
 		t.Errorf("Complete(%q) = %v, want [MinVersion]", code, got)
+	}
+	code = "exp := ragen.Experiment{Steps: 3,\n\tAlgo: ragen.Algo{ClipH"
+	if got, _, _ := s.Complete(code, len(code)); fmt.Sprint(got) != "[ClipHigh]" {
+		t.Errorf("Complete(%q) = %v, want [ClipHigh]", code, got)
+	}
+}
+
+// Inspect shows the doc comment of a package member, a type, a field and a
+// method, from the generated doc tables; a struct's fields carry the first
+// sentence of theirs.
+func TestInspectDoc(t *testing.T) {
+	s := newSession(t)
+	mustOK(t, exec(t, s, 1, "import \"ragen\"\nexp := ragen.Experiment{Steps: 3}"))
+	for code, want := range map[string]string{
+		"ragen.Bandit(":  "func ragen.Bandit(...interface {}) dsl.EnvSpec\n\nBandit is the two-armed bandit (one turn, one action).",
+		"exp.Steps":      "field exp.Steps int = 3\n\nSteps of training (40).",
+		"exp.Algo.ClipC": "field exp.Algo.ClipC float64 = 0\n\ndual-clip constant c > 1 bounding the loss −A·c for A < 0; 0 turns it off (3.0; veRL clip_ratio_c)",
+		"exp.Validate":   "func (dsl.Experiment) Validate() error\n\nValidate checks",
+	} {
+		got, ok := s.Inspect(code, len(code))
+		if !ok || !strings.HasPrefix(got, want) {
+			t.Errorf("Inspect(%q) = %q, %v; want it to start %q", code, got, ok, want)
+		}
+	}
+	got, _ := s.Inspect("ragen.Experiment", len("ragen.Experiment"))
+	for _, want := range []string{"\tSteps int // Steps of training (40).\n", "\n\nExperiment is"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Inspect(ragen.Experiment) = %q: want %q", got, want)
+		}
+	}
+}
+
+// After a dot, completion and inspect type the expression before it: a
+// call's result, a field of a field, a composite literal, an index.
+func TestCompleteChains(t *testing.T) {
+	s := newSession(t)
+	mustOK(t, exec(t, s, 1, "import \"ragen\"\nexp := ragen.Experiment{}\nvar run *ragen.Run\nruns := []*ragen.Run{}"))
+	for _, tc := range []struct {
+		code string
+		want []string
+	}{
+		{"ragen.StarPOS().Clip", []string{"ClipC", "ClipHigh", "ClipLow"}},
+		{"exp.Algo.Clip", []string{"ClipC", "ClipHigh", "ClipLow"}},
+		{"x := (exp.Algo).ClipH", []string{"ClipHigh"}},
+		{"ragen.Experiment{Steps: 2}.Vali", []string{"Validate"}},
+		{"run.Metric(\"a\").Na", []string{"Name"}},
+		{"runs[0].Metr", []string{"Metric"}},
+		{"f(exp.Algo.Clip", []string{"ClipC", "ClipHigh", "ClipLow"}},
+		{"ragen.Nothing().X", nil},
+		{"exp.Config().Ste", nil}, // two results: not a value
+	} {
+		got, _, _ := s.Complete(tc.code, len(tc.code))
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("Complete(%q) = %v, want %v", tc.code, got, tc.want)
+		}
+	}
+	for code, want := range map[string]string{
+		"run.Metric(":                 "func (*dsl.Run) Metric(string) dsl.Series\n\nMetric returns",
+		"ragen.StarPOS().Validate(":   "func (*algo.Config) Validate() error",
+		"run.Metric(\"a\").Values":    "field run.Metric(\"a\").Values []float64",
+		"ragen.StarPOS().FilterRatio": "field ragen.StarPOS().FilterRatio float64\n\n",
+	} {
+		got, ok := s.Inspect(code, len(code))
+		if !ok || !strings.HasPrefix(got, want) {
+			t.Errorf("Inspect(%q) = %q, %v; want it to start %q", code, got, ok, want)
+		}
 	}
 }

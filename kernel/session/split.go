@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -221,78 +222,87 @@ func stmtSource(n int, text string) string {
 	return "package main; func main() {" + lineDirective(n) + text + "\n}"
 }
 
-// parseDecls parses a declaration chunk; rewrite, if not nil, transforms
-// the source first.
-func parseDecls(fset *token.FileSet, n int, text string, rewrite func(string) string) (*ast.File, error) {
-	src := declSource(n, text)
-	if rewrite != nil {
-		src = rewrite(src)
-	}
-	return parser.ParseFile(fset, fileName, src, parser.ParseComments)
+// guardFunc rewrites src, a complete file as compiled and parsed into f
+// in fset, before it is compiled (goguard.go, makeguard.go); it returns src
+// itself when nothing needs a guard.
+type guardFunc func(fset *token.FileSet, f *ast.File, src string) string
+
+// parseDecls parses a declaration chunk; guard, if not nil, rewrites it,
+// and the rewritten source is parsed instead.
+func parseDecls(fset *token.FileSet, n int, text string, guard guardFunc) (*ast.File, error) {
+	return parseGuarded(fset, declSource(n, text), parser.ParseComments, guard)
 }
 
-// parseStmts parses a statement chunk and returns main's body; rewrite, if
-// not nil, transforms the source first.
-func parseStmts(fset *token.FileSet, n int, text string, rewrite func(string) string) (*ast.BlockStmt, error) {
-	src := stmtSource(n, text)
-	if rewrite != nil {
-		src = rewrite(src)
-	}
-	f, err := parser.ParseFile(fset, fileName, src, 0)
+// parseStmts parses a statement chunk and returns main's body; guard as
+// for parseDecls.
+func parseStmts(fset *token.FileSet, n int, text string, guard guardFunc) (*ast.BlockStmt, error) {
+	f, err := parseGuarded(fset, stmtSource(n, text), 0, guard)
 	if err != nil {
 		return nil, err
 	}
 	return f.Decls[0].(*ast.FuncDecl).Body, nil
 }
 
-// isExprStmt reports whether text (one unit) is a bare expression statement.
-func isExprStmt(text string) bool {
-	f, err := parser.ParseFile(token.NewFileSet(), "", "package p; func _() {\n"+text+"\n}", 0)
-	if err != nil {
-		return false
+func parseGuarded(fset *token.FileSet, src string, mode parser.Mode, guard guardFunc) (*ast.File, error) {
+	f, err := parseFile(fset, fileName, src, mode)
+	if err != nil || guard == nil {
+		return f, err
 	}
-	body := f.Decls[0].(*ast.FuncDecl).Body.List
-	if len(body) != 1 {
-		return false
+	if g := guard(fset, f, src); g != src {
+		return parseFile(fset, fileName, g, mode)
 	}
-	_, ok := body[0].(*ast.ExprStmt)
-	return ok
+	return f, nil
 }
 
-// A chunk is a run of units compiled together.
+// A chunk is a run of units compiled together, parsed as compiled: a
+// declaration chunk as a file, a statement chunk as main's body.
 type chunk struct {
 	kind  unitKind
 	units []unit
+	file  *ast.File      // unitDecl
+	body  *ast.BlockStmt // unitStmt
 }
 
-// plan is what a cell will do: imports first, then chunks in source order;
-// result is the unit whose value is the cell's result (the last unit, when
-// it is a bare expression not ended by ';'), nil if none.
+// plan is a cell parsed once, in the interpreter's FileSet, with the
+// cell's own positions: its imports (nil if none), then chunks in source
+// order, and result, the unit whose value is the cell's result (the last
+// unit, when it is a bare expression not ended by ';'; nil if none), and
+// its expression. Splitting, the redefinition checks, the guards and the
+// display of the result all work on these trees; only the guards' rewrites
+// (a cell with go statements or make calls) and yaegi's fallbacks
+// (globals.go, redefinitions) parse again.
 type plan struct {
-	imports []unit
+	imports *ast.File
 	chunks  []chunk
 	result  *unit
+	expr    ast.Expr
 }
 
-func makePlan(code string) (*plan, error) {
+// makePlan splits and parses cell n's code. Errors carry positions in the
+// shared file, as the interpreter's do.
+func makePlan(fset *token.FileSet, n int, code string, guard guardFunc) (*plan, error) {
 	units, err := splitUnits(code)
 	if err != nil {
+		var list scanner.ErrorList
+		if errors.As(err, &list) {
+			for _, e := range list {
+				e.Pos.Filename, e.Pos.Line = fileName, n*lineBase+e.Pos.Line
+			}
+		}
 		return nil, err
 	}
 	p := &plan{}
-	var rest []unit
+	var imports, rest []unit
 	for _, u := range units {
 		if u.kind == unitImport {
-			p.imports = append(p.imports, u)
+			imports = append(imports, u)
 		} else {
 			rest = append(rest, u)
 		}
 	}
-	if len(rest) > 0 {
-		last := rest[len(rest)-1]
-		if last.kind == unitStmt && last.semi < 0 && isExprStmt(code[last.start:last.end]) {
-			p.result = &last
-			rest = rest[:len(rest)-1]
+	if len(imports) > 0 {
+		if p.imports, err = parseDecls(fset, n, masked(code, imports), nil); err != nil {
+			return nil, err
 		}
 	}
 	for _, u := range rest {
@@ -300,6 +310,36 @@ func makePlan(code string) (*plan, error) {
 			p.chunks[k-1].units = append(p.chunks[k-1].units, u)
 		} else {
 			p.chunks = append(p.chunks, chunk{kind: u.kind, units: []unit{u}})
+		}
+	}
+	for i := range p.chunks {
+		c := &p.chunks[i]
+		if c.kind == unitDecl {
+			if c.file, err = parseDecls(fset, n, masked(code, c.units), guard); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if c.body, err = parseStmts(fset, n, marked(code, n, c.units), guard); err != nil {
+			// Reported on the text as written, without the markers.
+			if _, perr := parseStmts(token.NewFileSet(), n, masked(code, c.units), nil); perr != nil {
+				err = perr
+			}
+			return nil, err
+		}
+	}
+	// The result: the last unit, a statement not ended by ';', when it is
+	// a bare expression. It is the last statement of the last chunk, after
+	// its marker (see marked), and leaves the chunk.
+	if k := len(p.chunks); k > 0 && p.chunks[k-1].kind == unitStmt {
+		c := &p.chunks[k-1]
+		last, list := c.units[len(c.units)-1], c.body.List
+		if es, ok := list[len(list)-1].(*ast.ExprStmt); ok && last.semi < 0 && len(list) >= 2 {
+			p.result, p.expr = &last, es.X
+			c.units, c.body.List = c.units[:len(c.units)-1], list[:len(list)-2]
+			if len(c.units) == 0 {
+				p.chunks = p.chunks[:k-1]
+			}
 		}
 	}
 	return p, nil

@@ -10,6 +10,7 @@ package extract
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"go/constant"
 	"go/format"
@@ -27,10 +28,36 @@ func FileName(importPath string) string {
 	return strings.NewReplacer("/", "-", ".", "_", "~", "_").Replace(importPath) + ".go"
 }
 
-// Generate returns the symbol table source of each package, by FileName,
-// for a Go package named dest.
-func Generate(dest string, importPaths ...string) (map[string][]byte, error) {
-	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes | packages.NeedImports}
+// DocFileName is the file a package's doc table is written to.
+func DocFileName(importPath string) string {
+	return strings.TrimSuffix(FileName(importPath), ".go") + "_doc.go"
+}
+
+// Command parses the arguments of the generator (`-name pkg [-exclude
+// path.Name,...] importpath...`, as go:generate gives them) and returns
+// the files to write. `go generate` and the test that checks the
+// committed tables both go through it.
+func Command(args []string) (map[string][]byte, error) {
+	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
+	name := fs.String("name", "stdlib", "package name of the generated files")
+	exclude := fs.String("exclude", "", "comma-separated `import/path.Name` symbols to leave out (the kernel's own hooks)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	ex := map[string]bool{}
+	for _, e := range strings.Split(*exclude, ",") {
+		if e != "" {
+			ex[e] = true
+		}
+	}
+	return Generate(*name, ex, fs.Args()...)
+}
+
+// Generate returns, by file name, the symbol table source (FileName) and
+// the doc table source (DocFileName) of each package, for a Go package
+// named dest. exclude holds "import/path.Name" of symbols to leave out.
+func Generate(dest string, exclude map[string]bool, importPaths ...string) (map[string][]byte, error) {
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes | packages.NeedImports | packages.NeedFiles}
 	pkgs, err := packages.Load(cfg, importPaths...)
 	if err != nil {
 		return nil, err
@@ -40,11 +67,16 @@ func Generate(dest string, importPaths ...string) (map[string][]byte, error) {
 		if len(p.Errors) > 0 {
 			return nil, fmt.Errorf("%s: %v", p.PkgPath, p.Errors[0])
 		}
-		src, err := genContent(dest, p.PkgPath, p.Types)
+		skip := func(name string) bool { return exclude[p.PkgPath+"."+name] }
+		src, err := genContent(dest, p.PkgPath, p.Types, skip)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p.PkgPath, err)
 		}
 		out[FileName(p.PkgPath)] = src
+		if src, err = genDocs(dest, p.PkgPath, p.GoFiles, skip); err != nil {
+			return nil, fmt.Errorf("%s: %w", p.PkgPath, err)
+		}
+		out[DocFileName(p.PkgPath)] = src
 	}
 	return out, nil
 }
@@ -131,7 +163,7 @@ type Wrap struct {
 	Method []Method
 }
 
-func genContent(dest, importPath string, p *types.Package) ([]byte, error) {
+func genContent(dest, importPath string, p *types.Package, skip func(name string) bool) ([]byte, error) {
 	prefix := "_" + importPath + "_"
 	prefix = strings.NewReplacer("/", "_", "-", "_", ".", "_", "~", "_").Replace(prefix)
 
@@ -153,7 +185,7 @@ func genContent(dest, importPath string, p *types.Package) ([]byte, error) {
 
 	for _, name := range sc.Names() {
 		o := sc.Lookup(name)
-		if !o.Exported() {
+		if !o.Exported() || skip(name) {
 			continue
 		}
 

@@ -1,10 +1,10 @@
-// Command gen writes the yaegi symbol tables of the packages named on its
-// command line into the current directory, for a Go package named by -name
-// (stdlib/stdlib.go runs it through go generate).
+// Command gen writes the yaegi symbol tables and the doc tables of the
+// packages named on its command line into the current directory
+// (stdlib/stdlib.go runs it through go generate; see extract.Command for
+// its arguments).
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 
@@ -12,9 +12,7 @@ import (
 )
 
 func main() {
-	name := flag.String("name", "stdlib", "package name of the generated files")
-	flag.Parse()
-	files, err := extract.Generate(*name, flag.Args()...)
+	files, err := extract.Command(os.Args[1:])
 	if err == nil {
 		for f, src := range files {
 			if err = os.WriteFile(f, src, 0o644); err != nil {
