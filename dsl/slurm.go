@@ -113,6 +113,13 @@ func (s Slurm) execute(ctx context.Context, specs []*RunSpec) ([]*Run, error) {
 	}
 	view := newSlurmView(job, len(runs)-len(tasks))
 	err = s.watch(ctx, job, jobDir, tasks, view)
+	if err != nil && ctx.Err() != nil {
+		for _, t := range tasks {
+			if !t.finished() {
+				t.state, t.why = "cancelled", ""
+			}
+		}
+	}
 	view.show(tasks, true)
 	if err != nil {
 		return runs, err
@@ -429,9 +436,12 @@ func (v *slurmView) show(tasks []*slurmTask, final bool) {
 		t.Rows = append(t.Rows, []string{fmt.Sprintf("%s_%d", v.job, i), tk.spec.Name, state,
 			fmt.Sprintf("%d/%d", tk.step, tk.spec.Config.Steps)})
 	}
-	active := len(tasks) - counts["pending"] - counts["done"] - counts["failed"]
+	active := len(tasks) - counts["pending"] - counts["done"] - counts["failed"] - counts["cancelled"]
 	t.Title = fmt.Sprintf("Slurm job %s: %d pending, %d running, %d done, %d failed", v.job,
 		counts["pending"], active, counts["done"], counts["failed"])
+	if n := counts["cancelled"]; n > 0 {
+		t.Title += fmt.Sprintf(", %d cancelled (scancel)", n)
+	}
 	if v.cached > 0 {
 		t.Title += fmt.Sprintf(" (%d more runs from the cache)", v.cached)
 	}

@@ -312,3 +312,22 @@ func TestSlurmInterruptCancelsArray(t *testing.T) {
 		t.Errorf("cancelled runs cached: %v", runs)
 	}
 }
+
+// A task whose run fails is reported with its job id and the tail of its
+// log, which holds the run's error.
+func TestSlurmFailedTask(t *testing.T) {
+	slurmTest(t)
+	t.Setenv("RAGEN_CACHE", t.TempDir())
+	exp := slurmExp()
+	exp.Reward = Reward(`1 / (num_turns - num_turns)`) // +Inf: the run fails
+	exp.Executor = Slurm{CPUs: 1}
+	_, err := SeedsContext(context.Background(), exp, 1)
+	if err == nil {
+		t.Fatal("a failing run succeeded on Slurm")
+	}
+	for _, want := range []string{"1 of 1 tasks failed", "task 0 (job ", "_0), bandit() seed 1: exit status 1", "0.log:", "reward expression"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
