@@ -407,7 +407,8 @@ func logTail(path string, n int) string {
 	return "    " + path + ":\n" + strings.Join(lines, "\n")
 }
 
-// shellQuote quotes s for sh: 'it'\''s'.
+// shellQuote quotes s for sh: in single quotes, each quote in s closed,
+// escaped and reopened.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // slurmView shows the array's table in the cell: one display updated in
