@@ -144,7 +144,7 @@ func TestCompileErrorPosition(t *testing.T) {
 // trainer's filter visits the groups.
 func TestFilterScoresGroups(t *testing.T) {
 	f := Filter("success_rate * 10 + mean")
-	h := &hooks{exp: &Experiment{}, run: &Run{}}
+	h := &hooks{spec: &RunSpec{}, run: &Run{}}
 	score := h.scorer(&f)
 	g0 := []*rollout.Trajectory{trajectory(true), trajectory(true)}
 	g1 := []*rollout.Trajectory{trajectory(false), trajectory(true)}
@@ -197,18 +197,11 @@ func errString(err error) string {
 func TestCacheKey(t *testing.T) {
 	key := func(e Experiment) string {
 		t.Helper()
-		if err := e.compile(); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := e.Config()
+		s, err := e.Spec()
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, err := e.key(&cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
+		return s.Key
 	}
 	base := Experiment{Env: Bandit(), Reward: Reward("reward")}
 	k := key(base)
@@ -316,15 +309,11 @@ func TestLoadedModels(t *testing.T) {
 	}
 	key := func(e Experiment) string {
 		t.Helper()
-		c, err := e.Config()
+		s, err := e.Spec()
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, err := e.key(&c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
+		return s.Key
 	}
 	k1 := key(e)
 	if key(e) != k1 {

@@ -129,6 +129,13 @@ type Experiment struct {
 
 	// Fresh re-runs even when the cache holds this experiment's result.
 	Fresh bool
+
+	// Executor is where Sweep and Seeds train their runs: nil here, one
+	// after another (or where SetExecutor says: ragen-run's
+	// RAGEN_EXECUTOR); ragen.Slurm{...} as the tasks of one Slurm job
+	// array. Not part of the run: the numbers and the cache key are the
+	// same wherever it trains. Train always trains here.
+	Executor Executor
 }
 
 // WarmStart sets the supervised warm start; zero fields take the defaults.

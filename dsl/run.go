@@ -2,8 +2,6 @@ package dsl
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/rollout"
 	"github.com/ragen-go/ragen/engine/train"
+	"github.com/ragen-go/ragen/internal/atomicfile"
 	"github.com/ragen-go/ragen/plots"
 )
 
@@ -71,73 +70,14 @@ func (e Experiment) Train() *Run {
 // far is returned, marked Interrupted, with ctx's error, and is not cached.
 // The context set by SetContext (the kernel's interrupt) stops it too, so
 // TrainContext(context.Background()) in a cell can still be interrupted.
+// It trains in this process whatever Executor says (Sweep and Seeds use
+// the Executor).
 func (e Experiment) TrainContext(ctx context.Context) (run *Run, err error) {
-	ctx, stop := withSession(ctx)
-	defer stop()
-	if err := e.compile(); err != nil {
-		return nil, err
-	}
-	cfg, err := e.Config()
+	s, err := e.Spec()
 	if err != nil {
 		return nil, err
 	}
-	key, err := e.key(&cfg)
-	if err != nil {
-		return nil, err
-	}
-	root, err := cacheRoot()
-	if err != nil {
-		return nil, err
-	}
-	r := &Run{Name: e.label(), Key: key, Dir: filepath.Join(root, "runs", key)}
-	if !e.Fresh {
-		if cached, err := loadRun(r.Dir); err == nil {
-			cached.Name, cached.Dir, cached.Cached = r.Name, r.Dir, true
-			cached.History.Name = r.Name
-			return cached, nil
-		}
-	}
-	// A run directory without run.json is an interrupted run; its
-	// metrics.jsonl would be appended to, so it starts over.
-	if err := os.RemoveAll(r.Dir); err != nil {
-		return nil, fmt.Errorf("run cache: %w", err)
-	}
-	cfg.RunDir = r.Dir
-
-	h := &hooks{exp: &e, run: r}
-	if !e.Reward.IsZero() || e.Filter.prog != nil {
-		cfg.Reward = h.reward
-	}
-	if e.Filter.prog != nil {
-		f := e.Filter
-		cfg.GroupScore = h.scorer(&f)
-	}
-	obs := currentObserver()
-	if ro, ok := obs.(RunObserver); ok {
-		ro.Begin(r.Name, cfg.Steps)
-		defer func() { ro.End(r, err) }()
-	}
-	t, err := train.New(ctx, cfg, obs)
-	if err != nil {
-		if ctx.Err() != nil {
-			// Interrupted during the warm start: a run with no steps, so
-			// that `run := exp.Train()` still holds a Run to show.
-			r.Interrupted = true
-			return r, err
-		}
-		return nil, err
-	}
-	err = t.Run(ctx)
-	r.History = t.History
-	r.History.Name = r.Name
-	if err != nil {
-		r.Interrupted = ctx.Err() != nil
-		return r, err
-	}
-	if err := saveRun(r); err != nil {
-		return r, err
-	}
-	return r, nil
+	return s.train(ctx)
 }
 
 // withSession returns ctx cancelled also when the context set by
@@ -155,20 +95,20 @@ func withSession(ctx context.Context) (context.Context, func()) {
 // hooks are the trainer callbacks of one run: the reward expression with
 // its error policy, and the filter expression's group scores.
 type hooks struct {
-	exp *Experiment
-	run *Run
-	mu  sync.Mutex
+	spec *RunSpec
+	run  *Run
+	mu   sync.Mutex
 }
 
 func (h *hooks) reward(t *rollout.Trajectory, group []*rollout.Trajectory) (float64, error) {
 	rec := Record(t, group)
-	v, err := h.exp.Reward.Eval(rec)
+	v, err := h.spec.reward.Eval(rec)
 	if err == nil {
 		return v, nil
 	}
 	err = fmt.Errorf("reward expression on trajectory (success=%v, turns=%d, actions=%v, reward=%g): %w",
 		rec.Success, rec.NumTurns, rec.Actions, rec.Reward, err)
-	if h.exp.RewardErrors != UseZero {
+	if h.spec.RewardErrors != UseZero {
 		return 0, err
 	}
 	h.mu.Lock()
@@ -195,29 +135,6 @@ func (h *hooks) scorer(f *FilterRule) func(group []*rollout.Trajectory, returns 
 		}
 		return v, nil
 	}
-}
-
-// key hashes everything that determines a run's result.
-func (e Experiment) key(cfg *train.Config) (string, error) {
-	f := e.Filter
-	model, err := e.Model.identity()
-	if err != nil {
-		return "", fmt.Errorf("run cache: Model: %w", err)
-	}
-	b, err := json.Marshal(struct {
-		Version      int
-		WarmStart    int `json:",omitempty"` // the demonstrations' version: a new expert must not reuse runs
-		Config       *train.Config
-		Reward       string
-		RewardErrors string
-		Filter       string
-		Model        string `json:",omitempty"` // a loaded model's files
-	}{cacheVersion, warmStartVersion(cfg), cfg, e.Reward.Source, e.RewardErrors, f.String(), model})
-	if err != nil {
-		return "", fmt.Errorf("run cache: %w", err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:12]), nil
 }
 
 // warmStartVersion is train.WarmStartVersion for a run that warm-starts,
@@ -269,11 +186,7 @@ func saveRun(r *Run) error {
 	if err != nil {
 		return fmt.Errorf("run cache: %w", err)
 	}
-	tmp := filepath.Join(r.Dir, "run.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("run cache: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(r.Dir, "run.json")); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(r.Dir, "run.json"), b); err != nil {
 		return fmt.Errorf("run cache: %w", err)
 	}
 	return nil

@@ -42,11 +42,41 @@ func Sweep(exp Experiment, path string, values ...any) *Comparison {
 // path or a value that does not fit the field is an error before anything
 // trains.
 func SweepContext(ctx context.Context, exp Experiment, path string, values ...any) (*Comparison, error) {
+	return sweep(ctx, exp, 0, path, values)
+}
+
+// SweepSeeds trains exp with n seeds (Seed, Seed+1, ...) for each value of
+// the field at path: a variant per value, its runs the seeds. With a Slurm
+// Executor all of them are the tasks of one job array. It panics with the
+// error (see SweepSeedsContext).
+func SweepSeeds(exp Experiment, n int, path string, values ...any) *Comparison {
+	c, err := SweepSeedsContext(currentContext(), exp, n, path, values...)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// SweepSeedsContext is SweepSeeds with a context, returning its error.
+func SweepSeedsContext(ctx context.Context, exp Experiment, n int, path string, values ...any) (*Comparison, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("SweepSeeds: n must be ≥ 1 (got %d)", n)
+	}
+	return sweep(ctx, exp, n, path, values)
+}
+
+// sweep trains exp for each value of the field at path, with n seeds each,
+// or once with exp's seed when n is 0.
+func sweep(ctx context.Context, exp Experiment, n int, path string, values []any) (*Comparison, error) {
 	if len(values) == 0 {
 		return nil, fmt.Errorf("Sweep: no values for %s", path)
 	}
-	exps := make([]Experiment, len(values))
-	for i, v := range values {
+	title := fmt.Sprintf("%s: sweep of %s", exp.label(), path)
+	if n > 0 {
+		title += fmt.Sprintf(", %d seeds", n)
+	}
+	var variants []variantRuns
+	for _, v := range values {
 		e := exp
 		if err := setField(&e, path, v); err != nil {
 			return nil, fmt.Errorf("Sweep: %w", err)
@@ -58,17 +88,13 @@ func SweepContext(ctx context.Context, exp Experiment, path string, values ...an
 		if err := e.Validate(); err != nil {
 			return nil, fmt.Errorf("Sweep: %s=%v: %w", path, v, err)
 		}
-		exps[i] = e
-	}
-	c := &Comparison{Title: fmt.Sprintf("%s: sweep of %s", exp.label(), path)}
-	for _, e := range exps {
-		r, err := e.TrainContext(ctx)
-		if err != nil {
-			return c, fmt.Errorf("Sweep: %s: %w", e.Name, err)
+		runs := []Experiment{e}
+		if n > 0 {
+			runs = withSeeds(e, n)
 		}
-		c.Variants = append(c.Variants, Variant{Label: e.Name, Runs: []*Run{r}})
+		variants = append(variants, variantRuns{e.Name, runs})
 	}
-	return c, nil
+	return compare(ctx, executorOf(exp), "Sweep", title, variants)
 }
 
 // Seeds trains exp with n seeds, Seed, Seed+1, ..., with the context set by
@@ -89,23 +115,65 @@ func SeedsContext(ctx context.Context, exp Experiment, n int) (*Comparison, erro
 	if err := exp.Validate(); err != nil {
 		return nil, err
 	}
+	title := fmt.Sprintf("%s: %d seeds", exp.label(), n)
+	return compare(ctx, executorOf(exp), "Seeds", title, []variantRuns{{exp.label(), withSeeds(exp, n)}})
+}
+
+// withSeeds is exp with the seeds Seed, Seed+1, ... (Seed 0 counts as 1),
+// each named "<label> seed <seed>".
+func withSeeds(exp Experiment, n int) []Experiment {
 	first := exp.Seed
 	if first == 0 {
 		first = 1
 	}
-	v := Variant{Label: exp.label()}
-	c := &Comparison{Title: fmt.Sprintf("%s: %d seeds", exp.label(), n)}
-	for i := 0; i < n; i++ {
+	out := make([]Experiment, n)
+	for i := range out {
 		e := exp
 		e.Seed = first + int64(i)
 		e.Name = fmt.Sprintf("%s seed %d", exp.label(), e.Seed)
-		r, err := e.TrainContext(ctx)
-		if err != nil {
-			return c, fmt.Errorf("Seeds: seed %d: %w", e.Seed, err)
-		}
-		v.Runs = append(v.Runs, r)
+		out[i] = e
 	}
-	c.Variants = []Variant{v}
+	return out
+}
+
+// variantRuns are the experiments of one variant of a comparison.
+type variantRuns struct {
+	label string
+	exps  []Experiment
+}
+
+// compare trains every experiment with ex (nil: here, one after another)
+// and collects the runs by variant. On an error the comparison holds the
+// runs that finished; the error starts with what (Sweep, Seeds).
+func compare(ctx context.Context, ex Executor, what, title string, variants []variantRuns) (*Comparison, error) {
+	var specs []*RunSpec
+	for _, v := range variants {
+		for _, e := range v.exps {
+			s, err := e.Spec()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", what, e.label(), err)
+			}
+			specs = append(specs, s)
+		}
+	}
+	runs, err := RunAll(ctx, ex, specs)
+	c := &Comparison{Title: title}
+	i := 0
+	for _, v := range variants {
+		cv := Variant{Label: v.label}
+		for range v.exps {
+			if runs[i] != nil {
+				cv.Runs = append(cv.Runs, runs[i])
+			}
+			i++
+		}
+		if len(cv.Runs) > 0 {
+			c.Variants = append(c.Variants, cv)
+		}
+	}
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", what, err)
+	}
 	return c, nil
 }
 

@@ -58,11 +58,13 @@ func init() {
 		"MinP":              reflect.ValueOf(dsl.MinP),
 		"NewCustom":         reflect.ValueOf(dsl.NewCustom),
 		"NewEnv":            reflect.ValueOf(dsl.NewEnv),
+		"NewRunSpec":        reflect.ValueOf(dsl.NewRunSpec),
 		"Observation":       reflect.ValueOf(dsl.Observation),
 		"Ops":               reflect.ValueOf(dsl.Ops),
 		"Option":            reflect.ValueOf(dsl.Option),
 		"PNG":               reflect.ValueOf(dsl.PNG),
 		"PPO":               reflect.ValueOf(dsl.PPO),
+		"ParseExecutor":     reflect.ValueOf(dsl.ParseExecutor),
 		"Pretrained":        reflect.ValueOf(dsl.Pretrained),
 		"Products":          reflect.ValueOf(dsl.Products),
 		"RLOO":              reflect.ValueOf(dsl.RLOO),
@@ -70,6 +72,7 @@ func init() {
 		"Reinforce":         reflect.ValueOf(dsl.Reinforce),
 		"ReinforcePP":       reflect.ValueOf(dsl.ReinforcePP),
 		"Reward":            reflect.ValueOf(dsl.Reward),
+		"RunAll":            reflect.ValueOf(dsl.RunAll),
 		"SVG":               reflect.ValueOf(dsl.SVG),
 		"SearchDepth":       reflect.ValueOf(dsl.SearchDepth),
 		"Seeds":             reflect.ValueOf(dsl.Seeds),
@@ -77,6 +80,7 @@ func init() {
 		"SelectionEps":      reflect.ValueOf(dsl.SelectionEps),
 		"SetContext":        reflect.ValueOf(dsl.SetContext),
 		"SetDisplay":        reflect.ValueOf(dsl.SetDisplay),
+		"SetExecutor":       reflect.ValueOf(dsl.SetExecutor),
 		"SetObserver":       reflect.ValueOf(dsl.SetObserver),
 		"ShowCredit":        reflect.ValueOf(dsl.ShowCredit),
 		"ShowSamples":       reflect.ValueOf(dsl.ShowSamples),
@@ -91,11 +95,14 @@ func init() {
 		"StopAfterEmpty":    reflect.ValueOf(dsl.StopAfterEmpty),
 		"Sweep":             reflect.ValueOf(dsl.Sweep),
 		"SweepContext":      reflect.ValueOf(dsl.SweepContext),
+		"SweepSeeds":        reflect.ValueOf(dsl.SweepSeeds),
+		"SweepSeedsContext": reflect.ValueOf(dsl.SweepSeedsContext),
 		"TopK":              reflect.ValueOf(dsl.TopK),
 		"TopKAbs":           reflect.ValueOf(dsl.TopKAbs),
 		"TopP":              reflect.ValueOf(dsl.TopP),
 		"TopPLinear":        reflect.ValueOf(dsl.TopPLinear),
 		"TopPSoftmax":       reflect.ValueOf(dsl.TopPSoftmax),
+		"TrainSpecFile":     reflect.ValueOf(dsl.TrainSpecFile),
 		"UseZero":           reflect.ValueOf(constant.MakeFromLiteral("\"zero\"", token.STRING, 0)),
 		"WebShop":           reflect.ValueOf(dsl.WebShop),
 
@@ -107,6 +114,7 @@ func init() {
 		"Env":          reflect.ValueOf((*dsl.Env)(nil)),
 		"EnvOption":    reflect.ValueOf((*dsl.EnvOption)(nil)),
 		"EnvSpec":      reflect.ValueOf((*dsl.EnvSpec)(nil)),
+		"Executor":     reflect.ValueOf((*dsl.Executor)(nil)),
 		"Experiment":   reflect.ValueOf((*dsl.Experiment)(nil)),
 		"ExprError":    reflect.ValueOf((*dsl.ExprError)(nil)),
 		"FieldError":   reflect.ValueOf((*dsl.FieldError)(nil)),
@@ -120,8 +128,10 @@ func init() {
 		"RewardExpr":   reflect.ValueOf((*dsl.RewardExpr)(nil)),
 		"Run":          reflect.ValueOf((*dsl.Run)(nil)),
 		"RunObserver":  reflect.ValueOf((*dsl.RunObserver)(nil)),
+		"RunSpec":      reflect.ValueOf((*dsl.RunSpec)(nil)),
 		"SampleView":   reflect.ValueOf((*dsl.SampleView)(nil)),
 		"Series":       reflect.ValueOf((*dsl.Series)(nil)),
+		"Slurm":        reflect.ValueOf((*dsl.Slurm)(nil)),
 		"Table":        reflect.ValueOf((*dsl.Table)(nil)),
 		"Trajectory":   reflect.ValueOf((*dsl.Trajectory)(nil)),
 		"Turn":         reflect.ValueOf((*dsl.Turn)(nil)),
@@ -131,6 +141,7 @@ func init() {
 		// interface wrapper definitions
 		"_Bundler":     reflect.ValueOf((*_github_com_ragen_go_ragen_dsl_Bundler)(nil)),
 		"_Env":         reflect.ValueOf((*_github_com_ragen_go_ragen_dsl_Env)(nil)),
+		"_Executor":    reflect.ValueOf((*_github_com_ragen_go_ragen_dsl_Executor)(nil)),
 		"_RunObserver": reflect.ValueOf((*_github_com_ragen_go_ragen_dsl_RunObserver)(nil)),
 	}
 }
@@ -169,6 +180,19 @@ func (W _github_com_ragen_go_ragen_dsl_Env) Reset(seed int64) (observation strin
 }
 func (W _github_com_ragen_go_ragen_dsl_Env) Step(action string) envs.StepResult {
 	return W.WStep(action)
+}
+
+// _github_com_ragen_go_ragen_dsl_Executor is an interface wrapper for Executor type
+type _github_com_ragen_go_ragen_dsl_Executor struct {
+	IValue  interface{}
+	WString func() string
+}
+
+func (W _github_com_ragen_go_ragen_dsl_Executor) String() string {
+	if W.WString == nil {
+		return ""
+	}
+	return W.WString()
 }
 
 // _github_com_ragen_go_ragen_dsl_RunObserver is an interface wrapper for RunObserver type

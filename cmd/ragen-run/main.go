@@ -21,6 +21,12 @@
 // file that is renamed over the target, so an input given to --inplace
 // holds either the old notebook or the new one, never a part.
 //
+// RAGEN_EXECUTOR sets where sweeps and seeds train when a cell does not
+// set Experiment.Executor: "local" (the default) or
+// "slurm:partition=debug,cpus=2,..." (see dsl.ParseExecutor), each run a
+// task of one Slurm job array running `ragen-run run-spec FILE`, which is
+// not for people to type.
+//
 // Exit status: 0 success; 1 a cell failed (the cell and its error are
 // printed, the partial notebook is still written) or --check found a
 // difference; 2 a usage error, an unreadable notebook (not JSON, not
@@ -44,6 +50,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ragen-go/ragen/dsl"
 	"github.com/ragen-go/ragen/internal/atomicfile"
 	"github.com/ragen-go/ragen/notebook"
 )
@@ -131,9 +138,18 @@ type job struct {
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "run-spec" {
+		return runSpec(args[1:])
+	}
 	// The session captures fds 1 and 2 while a cell runs; the runner's own
 	// messages go to a copy of fd 2 made before any cell runs.
 	stderr := stderrCopy()
+	ex, err := dsl.ParseExecutor(os.Getenv("RAGEN_EXECUTOR"))
+	if err != nil {
+		fmt.Fprintf(stderr, "ragen-run: RAGEN_EXECUTOR: %v\n", err)
+		return exitUsage
+	}
+	dsl.SetExecutor(ex)
 	c, err := parseArgs(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -311,4 +327,24 @@ func summary(w io.Writer, results []notebook.Result) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", r.Name, n, r.Report.Errors(), r.Report.Duration.Round(10*time.Millisecond))
 	}
 	tw.Flush()
+}
+
+// runSpec runs `ragen-run run-spec FILE`: a Slurm task of a sweep started
+// from a notebook ragen-run executes (dsl.Slurm runs this same binary),
+// training one run spec into the run cache. SIGTERM (scancel, the time
+// limit) and Ctrl-C stop it at the next safe point, uncached.
+func runSpec(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: ragen-run run-spec FILE (a Slurm task of a sweep runs it)")
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := dsl.TrainSpecFile(ctx, args[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ragen-run run-spec: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(os.Stderr, "ragen-run run-spec: %s: %d steps in %s\n", r.Name, r.Steps(), r.Dir)
+	return exitOK
 }

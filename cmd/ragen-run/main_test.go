@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -317,5 +318,124 @@ func TestReadmeOutputs(t *testing.T) {
 		if _, err := os.Stat(f); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// slurmNotebook is a 2-value × 2-seed sweep in a cell, and a cell that
+// prints every run's key and metrics at full precision.
+func slurmNotebook(t *testing.T, steps int) string {
+	return writeNotebook(t, t.TempDir(), "sweep.ipynb", `{}`,
+		`import (
+	"fmt"
+	"ragen"
+)`,
+		fmt.Sprintf(`exp := ragen.Experiment{
+	Env: ragen.Bandit(), Model: "tiny", Groups: 2, GroupSize: 2, TokensPerTurn: 160, Steps: %d,
+	WarmStart: ragen.WarmStart{Steps: 2, Episodes: 8, BatchSize: 4}, NoValidation: true, VocabSize: 300,
+	Algo: ragen.GRPO(),
+}
+c := ragen.SweepSeeds(exp, 2, "ActorLR", 1e-4, 3e-3)`, steps),
+		`for _, r := range c.Runs() {
+	fmt.Println(r.Name, r.Key)
+	for _, m := range []string{"rollout/reward_mean", "actor/entropy", "actor/grad_norm", "actor/pg_loss"} {
+		fmt.Println(" ", m, r.Metric(m).Values)
+	}
+}`,
+		`c.Table()`)
+}
+
+// cellText is the text a cell printed, its outputs' text/plain and its
+// error.
+func cellText(t *testing.T, path string, cell int) string {
+	t.Helper()
+	nb, err := notebook.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, o := range nb.Cells[cell].Outputs {
+		b.WriteString(o.Text + o.EValue)
+		if s, ok := o.Data["text/plain"].(string); ok {
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
+
+// A sweep in a notebook cell, run by ragen-run with RAGEN_EXECUTOR set to
+// Slurm, trains as one job array and prints what the local sweep prints,
+// bit for bit; interrupting ragen-run cancels the array. Needs a Slurm
+// cluster (scripts/slurm-check).
+func TestSlurmNotebook(t *testing.T) {
+	if os.Getenv("RAGEN_SLURM_TEST") == "" {
+		t.Skip("needs a Slurm cluster: scripts/slurm-check starts one on localhost and sets RAGEN_SLURM_TEST=1")
+	}
+	run := func(nb, cache, executor string) (int, string) {
+		cmd := exec.Command(binary, "--quiet", "--inplace", nb)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cmd.Env = append(os.Environ(), "RAGEN_CACHE="+cache, "RAGEN_EXECUTOR="+executor)
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), stderr.String()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, stderr.String()
+	}
+	local, remote := slurmNotebook(t, 2), slurmNotebook(t, 2)
+	if code, stderr := run(local, t.TempDir(), "local"); code != 0 {
+		t.Fatalf("local: exit %d\n%s", code, stderr)
+	}
+	cache := t.TempDir()
+	if code, stderr := run(remote, cache, "slurm:cpus=1"); code != 0 {
+		t.Fatalf("slurm: exit %d\n%s", code, stderr)
+	}
+	if jobs, _ := filepath.Glob(filepath.Join(cache, "slurm", "*", "job.sh")); len(jobs) != 1 {
+		t.Errorf("%d job arrays, want 1: %v", len(jobs), jobs)
+	}
+	for _, cell := range []int{2, 3} {
+		got, want := cellText(t, remote, cell), cellText(t, local, cell)
+		if got != want || !strings.Contains(want, "ActorLR=0.003") {
+			t.Errorf("cell %d on Slurm:\n%s\nhere:\n%s", cell+1, got, want)
+		}
+	}
+	if s := cellText(t, remote, 1); !strings.Contains(s, "0 pending, 0 running, 4 done, 0 failed") {
+		t.Errorf("the sweep cell's table: %q", s)
+	}
+
+	// Interrupted once a task has trained a step: ragen-run exits 130
+	// and the array is gone from the queue.
+	long := slurmNotebook(t, 500)
+	cache = t.TempDir()
+	cmd := exec.Command(binary, "--quiet", "--inplace", long)
+	cmd.Env = append(os.Environ(), "RAGEN_CACHE="+cache, "RAGEN_EXECUTOR=slurm:cpus=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if m, _ := filepath.Glob(filepath.Join(cache, "runs", "*", "metrics.jsonl")); len(m) > 0 {
+			break
+		}
+		if i == 1200 {
+			cmd.Process.Kill()
+			t.Fatal("no task trained a step in 2 minutes")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130:\n%s", err, stderr.String())
+	}
+	if s := cellText(t, long, 1); !strings.Contains(s, "4 cancelled (scancel)") {
+		t.Errorf("the interrupted cell says %q", s)
+	}
+	out, _ := exec.Command("squeue", "--noheader", "--name=ragen-sweep").CombinedOutput()
+	if strings.TrimSpace(string(out)) != "" {
+		t.Errorf("squeue still lists the array:\n%s", out)
 	}
 }

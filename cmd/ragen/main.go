@@ -27,8 +27,10 @@ func register(name, summary string, run func(args []string) error) {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: ragen COMMAND [flags]\n\ncommands:")
 	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+	for n, c := range commands {
+		if c.summary != "" { // "" marks a command programs run, not people
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {
