@@ -3,6 +3,7 @@
 package nccl
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -26,27 +27,36 @@ func New(l Launch, boot dist.Comm) (*cuda.NCCL, error) {
 	if boot != nil {
 		l.Rank, l.Size = boot.Rank(), boot.Size()
 	}
+	// Every rank reaches the exchange, failed or not: over MPI a rank that
+	// left early would leave the others waiting in the all-gather forever.
 	n, err := cuda.Devices()
+	if err == nil && n == 0 {
+		err = errors.New("no CUDA device found")
+	}
 	if err != nil {
-		return nil, fmt.Errorf("nccl: backend cuda: %w", err)
+		err = fmt.Errorf("nccl: backend cuda: %w", err)
 	}
-	if n == 0 {
-		return nil, fmt.Errorf("nccl: backend cuda: no CUDA device found")
-	}
-	dev := l.Local % n
 	var id []byte
-	if l.Rank == 0 {
+	if l.Rank == 0 && err == nil {
 		if id, err = cuda.NCCLUniqueID(); err != nil {
-			return nil, fmt.Errorf("nccl: %w", err)
+			err = fmt.Errorf("nccl: %w", err)
 		}
 	}
 	switch {
 	case boot != nil:
-		all, err := boot.AllGather(id) // rank 0's share is the id, the others' empty
+		all, gerr := boot.AllGather(id) // rank 0's share is the id (none if it failed), the others' nothing
 		if err != nil {
-			return nil, fmt.Errorf("nccl: sharing the id over MPI: %w", err)
+			return nil, err
+		}
+		if gerr != nil {
+			return nil, fmt.Errorf("nccl: sharing the id over MPI: %w", gerr)
+		}
+		if len(all[0]) != idBytes {
+			return nil, errors.New("nccl: rank 0 could not make the NCCL id (its error says why)")
 		}
 		id = all[0]
+	case err != nil:
+		return nil, err
 	case l.Size > 1:
 		host, port := os.Getenv("MASTER_ADDR"), os.Getenv("MASTER_PORT")
 		if host == "" || port == "" {
@@ -56,6 +66,7 @@ func New(l Launch, boot dist.Comm) (*cuda.NCCL, error) {
 			return nil, fmt.Errorf("nccl: %w", err)
 		}
 	}
+	dev := l.Local % n
 	c, err := cuda.NewNCCL(dev, l.Rank, l.Size, id)
 	if err != nil {
 		return nil, err
