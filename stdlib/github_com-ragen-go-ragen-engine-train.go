@@ -13,6 +13,7 @@ import (
 func init() {
 	Symbols["github.com/ragen-go/ragen/engine/train/train"] = map[string]reflect.Value{
 		// function, constant and variable definitions
+		"CPUTime":          reflect.ValueOf(train.CPUTime),
 		"Default":          reflect.ValueOf(train.Default),
 		"DefaultMonitor":   reflect.ValueOf(train.DefaultMonitor),
 		"ErrCollapse":      reflect.ValueOf(&train.ErrCollapse).Elem(),

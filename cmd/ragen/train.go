@@ -174,7 +174,7 @@ func runTrain(args []string) error {
 	if err != nil {
 		return err
 	}
-	comm, finalize, err := world()
+	comm, finalize, err := world(c.Backend)
 	if err != nil {
 		return err
 	}

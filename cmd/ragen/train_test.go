@@ -348,7 +348,7 @@ var trainFlagExempt = map[string]string{
 	"Reward":       "a notebook's reward expression",
 	"GroupScore":   "a notebook's filter expression",
 	"LossMaskFunc": "a notebook's loss-mask expression",
-	"Comm":         "the processes of a data-parallel run: MPI's world in the mpi build",
+	"Comm":         "the processes of a data-parallel run: MPI's world in the mpi build, NCCL's with -backend cuda in the cuda build",
 }
 
 // TestTrainFlagsCoverConfig: every field of train.Config has a flag, listed

@@ -1,9 +1,10 @@
-//go:build !mpi
+//go:build !cuda
 
 package main
 
 import "github.com/ragen-go/ragen/engine/dist"
 
-// world is the run's communicator: nil (one process, the default update)
-// in the default build; see world_mpi.go for the mpi build's.
-func world() (dist.Comm, func() error, error) { return nil, func() error { return nil }, nil }
+// world is the run's communicator: MPI's world in the mpi build, nil (one
+// process, the default update) in the default one. See world_cuda.go for
+// the cuda build's.
+func world(backend string) (dist.Comm, func() error, error) { return mpiWorld() }

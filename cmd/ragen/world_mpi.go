@@ -7,11 +7,11 @@ import (
 	"github.com/ragen-go/ragen/engine/dist/mpi"
 )
 
-// world is MPI's world communicator in the mpi build (go build -tags mpi):
-// under mpirun each process is a rank of one data-parallel run, and alone
-// it is rank 0 of 1, whose numbers are those of any world size (decision
-// 41). The function returned finalizes MPI.
-func world() (dist.Comm, func() error, error) {
+// mpiWorld is MPI's world communicator in the mpi build (go build -tags
+// mpi): under mpirun each process is a rank of one data-parallel run, and
+// alone it is rank 0 of 1, whose numbers are those of any world size
+// (decision 41). The function returned finalizes MPI.
+func mpiWorld() (dist.Comm, func() error, error) {
 	c, err := mpi.Init()
 	if err != nil {
 		return nil, nil, err

@@ -5,7 +5,10 @@
 // Single is the one-process default. Local connects n communicators inside
 // one process (goroutines), for tests. The MPI implementation (package
 // engine/dist/mpi, built only with the `mpi` build tag, cgo and libmpi)
-// runs under mpirun or srun; the default build needs neither cgo nor MPI.
+// runs under mpirun or srun; the NCCL one, for GPU ranks, is
+// engine/backend/cuda's NCCL, set up by engine/dist/nccl (the `cuda` tag,
+// libnccl.so.2 opened at run time). The default build needs neither cgo,
+// MPI nor NCCL.
 //
 // Exact sums: floating-point sums depend on their order, and the order of
 // an MPI reduction depends on the number of ranks. Fixed holds float32

@@ -115,6 +115,12 @@ const (
 	TimeTrain     = "timing_s/train"
 	TimeWarmStart = "timing_s/warm_start"
 	TimeStep      = "timing_s/step"
+	// TimeRolloutCPU and TimeTrainCPU are the CPU seconds this process
+	// (rank 0 of a data-parallel run) spent in the rollout and the update,
+	// every thread counted: the work, without the time spent waiting for a
+	// core or for the other ranks. Absent where getrusage is missing.
+	TimeRolloutCPU = "timing_s/rollout_cpu"
+	TimeTrainCPU   = "timing_s/train_cpu"
 	// TimeCollapse is the template-collapse metrics' computation, part of
 	// timing_s/step (RAGEN-2's timing_s/collapse_metrics).
 	TimeCollapse = "timing_s/collapse_metrics"

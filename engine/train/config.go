@@ -195,7 +195,8 @@ type Config struct {
 	// Comm's processes (decision 41): each plays its share of the groups
 	// and computes its share of each minibatch's gradient, summed exactly,
 	// and rank 0 alone writes the run directory. nil: one process, the
-	// default update. The mpi build of ragen sets it to MPI's world.
+	// default update. The mpi build of ragen sets it to MPI's world, the
+	// cuda build under a launcher with backend cuda to NCCL's (decision 43).
 	Comm dist.Comm `json:"-" flag:"-"`
 }
 

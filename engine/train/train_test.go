@@ -74,6 +74,11 @@ func TestTrainReportsEveryMetric(t *testing.T) {
 			t.Errorf("%s is NaN", name)
 		}
 	}
+	for _, name := range []string{metrics.TimeRolloutCPU, metrics.TimeTrainCPU} {
+		if sec, ok := last.Values[name]; runtime.GOOS == "linux" && (!ok || !(sec > 0)) {
+			t.Errorf("%s = %v (present %v), want the CPU seconds of the phase", name, sec, ok)
+		}
+	}
 	if gb, ok := last.Values[metrics.PeakRSS]; runtime.GOOS == "linux" && (!ok || gb <= 0 || gb > 1e3) {
 		t.Errorf("%s = %v (present %v), want the process's peak memory in GB", metrics.PeakRSS, gb, ok)
 	}

@@ -326,7 +326,7 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 		b = t.reused
 	} else {
 		t.obs.Phase(step, "rollout")
-		start := time.Now()
+		start, cpu := time.Now(), cpuClock()
 		tasks := t.trainTasks(step)
 		trajs, err := t.playShared(ctx, tasks, cfg.Temperature, func(i int) int { return tasks[i].Group })
 		if err != nil {
@@ -334,6 +334,7 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 		}
 		rolloutTime := time.Since(start).Seconds()
 		m[metrics.TimeRollout] = rolloutTime
+		cpu(m, metrics.TimeRolloutCPU)
 
 		// 2. Rewards (the user's function, if any) and rollout metrics
 		//    over every trajectory, before filtering.
@@ -439,11 +440,12 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 	//    on the step is not cancelled (see above).
 	ctx = context.WithoutCancel(ctx)
 	t.obs.Phase(step, "train")
-	start := time.Now()
+	start, cpu := time.Now(), cpuClock()
 	if err := t.update(step, b, m); err != nil {
 		return metrics.Step{}, err
 	}
 	m[metrics.TimeTrain] = time.Since(start).Seconds()
+	cpu(m, metrics.TimeTrainCPU)
 
 	// 6. Validation on held-out seeds.
 	if cfg.ValEpisodes > 0 && cfg.ValEvery > 0 && (step%cfg.ValEvery == 0 || step == cfg.Steps) {
@@ -453,6 +455,17 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 	}
 	m[metrics.TimeStep] = time.Since(stepStart).Seconds()
 	return t.record(step, m), nil
+}
+
+// cpuClock starts a CPU-time measurement; the function it returns sets
+// m[name] to the CPU seconds since, where the system reports them.
+func cpuClock() func(m map[string]float64, name string) {
+	start, ok := CPUTime()
+	return func(m map[string]float64, name string) {
+		if now, ok2 := CPUTime(); ok && ok2 {
+			m[name] = (now - start).Seconds()
+		}
+	}
 }
 
 // record appends a step's metrics to the history and reports them.

@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	backend.Register("cuda", func() (backend.Backend, error) { return New(0) }, Check)
+	backend.Register("cuda", func() (backend.Backend, error) { return New(defaultDevice()) }, Check)
 }
 
 // Check reports whether a CUDA device is present: the driver loads and

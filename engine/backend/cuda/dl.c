@@ -15,7 +15,9 @@ DL_CUDA_FUNCS(DL_POINTER)
 DL_CUBLAS_FUNCS(DL_POINTER)
 DL_NVRTC_FUNCS(DL_POINTER)
 DL_NVRTC_OPTIONAL(DL_POINTER)
+DL_NCCL_FUNCS(DL_POINTER)
 static __typeof__(nvrtcGetErrorString) *p_nvrtcGetErrorString;
+static __typeof__(ncclGetErrorString) *p_ncclGetErrorString;
 
 #define DL_CALL_CU(name, symbol, params, args) \
 	CUresult dl_##name params { return p_##name ? p_##name args : CUDA_ERROR_NOT_INITIALIZED; }
@@ -25,11 +27,18 @@ static __typeof__(nvrtcGetErrorString) *p_nvrtcGetErrorString;
 	nvrtcResult dl_##name params { return p_##name ? p_##name args : NVRTC_ERROR_INVALID_INPUT; }
 DL_CUDA_FUNCS(DL_CALL_CU)
 DL_CUBLAS_FUNCS(DL_CALL_CUBLAS)
+#define DL_CALL_NCCL(name, symbol, params, args) \
+	ncclResult_t dl_##name params { return p_##name ? p_##name args : ncclInvalidUsage; }
 DL_NVRTC_FUNCS(DL_CALL_NVRTC)
 DL_NVRTC_OPTIONAL(DL_CALL_NVRTC)
+DL_NCCL_FUNCS(DL_CALL_NCCL)
 
 const char *dl_nvrtcGetErrorString(nvrtcResult r) {
 	return p_nvrtcGetErrorString ? p_nvrtcGetErrorString(r) : "NVRTC not loaded";
+}
+
+const char *dl_ncclGetErrorString(ncclResult_t r) {
+	return p_ncclGetErrorString ? p_ncclGetErrorString(r) : "NCCL not loaded";
 }
 
 // Symbol tables: name in the library, the pointer it sets.
@@ -42,6 +51,7 @@ static struct dl_sym cuda_syms[] = {DL_CUDA_FUNCS(DL_SYM)};
 static struct dl_sym cublas_syms[] = {DL_CUBLAS_FUNCS(DL_SYM)};
 static struct dl_sym nvrtc_syms[] = {DL_NVRTC_FUNCS(DL_SYM){"nvrtcGetErrorString", (void **)&p_nvrtcGetErrorString}};
 static struct dl_sym nvrtc_optional[] = {DL_NVRTC_OPTIONAL(DL_SYM)};
+static struct dl_sym nccl_syms[] = {DL_NCCL_FUNCS(DL_SYM){"ncclGetErrorString", (void **)&p_ncclGetErrorString}};
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -75,6 +85,9 @@ const char *dl_bind(int lib, void *h, int commit) {
 		break;
 	case DL_NVRTC:
 		syms = nvrtc_syms, n = LEN(nvrtc_syms);
+		break;
+	case DL_NCCL:
+		syms = nccl_syms, n = LEN(nccl_syms);
 		break;
 	default:
 		return "(unknown library)";

@@ -1,4 +1,4 @@
-// dl.h: the CUDA driver API, cuBLAS and NVRTC through function pointers
+// dl.h: the CUDA driver API, cuBLAS, NVRTC and NCCL through function pointers
 // that dl.c fills with dlsym from libraries opened at run time (loader.go
 // finds them). The binary links none of them, so one build runs against
 // CUDA 11, 12 or 13 libraries, or starts without any and says what it
@@ -19,9 +19,10 @@
 #include <cuda.h>
 #include <cublas_v2.h>
 #include <nvrtc.h>
+#include "nccl_abi.h"
 
 // Library ids, indexes of loader.go's libraries.
-enum { DL_CUDA, DL_CUBLAS, DL_NVRTC };
+enum { DL_CUDA, DL_CUBLAS, DL_NVRTC, DL_NCCL };
 
 #define DL_CUDA_FUNCS(X) \
 	X(cuInit, cuInit, (unsigned int flags), (flags)) \
@@ -35,8 +36,11 @@ enum { DL_CUDA, DL_CUBLAS, DL_NVRTC };
 	X(cuCtxCreate, cuCtxCreate_v2, (CUcontext *ctx, unsigned int flags, CUdevice dev), (ctx, flags, dev)) \
 	X(cuCtxSetCurrent, cuCtxSetCurrent, (CUcontext ctx), (ctx)) \
 	X(cuCtxDestroy, cuCtxDestroy_v2, (CUcontext ctx), (ctx)) \
+	X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, (CUcontext *ctx, CUdevice dev), (ctx, dev)) \
+	X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, (CUdevice dev), (dev)) \
 	X(cuStreamCreate, cuStreamCreate, (CUstream *s, unsigned int flags), (s, flags)) \
 	X(cuStreamSynchronize, cuStreamSynchronize, (CUstream s), (s)) \
+	X(cuStreamQuery, cuStreamQuery, (CUstream s), (s)) \
 	X(cuStreamDestroy, cuStreamDestroy_v2, (CUstream s), (s)) \
 	X(cuModuleLoadData, cuModuleLoadData, (CUmodule *m, const void *image), (m, image)) \
 	X(cuModuleGetFunction, cuModuleGetFunction, (CUfunction *f, CUmodule m, const char *name), (f, m, name)) \
@@ -81,6 +85,20 @@ enum { DL_CUDA, DL_CUBLAS, DL_NVRTC };
 	X(nvrtcGetPTX, nvrtcGetPTX, (nvrtcProgram p, char *ptx), (p, ptx)) \
 	X(nvrtcDestroyProgram, nvrtcDestroyProgram, (nvrtcProgram *p), (p))
 
+// NCCL 2 (libnccl.so.2), opened only for a data-parallel run on GPUs.
+#define DL_NCCL_FUNCS(X) \
+	X(ncclGetVersion, ncclGetVersion, (int *v), (v)) \
+	X(ncclGetUniqueId, ncclGetUniqueId, (ncclUniqueId *id), (id)) \
+	X(ncclCommInitRank, ncclCommInitRank, (ncclComm_t *comm, int nranks, ncclUniqueId id, int rank), \
+		(comm, nranks, id, rank)) \
+	X(ncclCommDestroy, ncclCommDestroy, (ncclComm_t comm), (comm)) \
+	X(ncclCommAbort, ncclCommAbort, (ncclComm_t comm), (comm)) \
+	X(ncclCommGetAsyncError, ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t *err), (comm, err)) \
+	X(ncclAllReduce, ncclAllReduce, (const void *send, void *recv, size_t count, ncclDataType_t type, \
+		ncclRedOp_t op, ncclComm_t comm, CUstream s), (send, recv, count, type, op, comm, s)) \
+	X(ncclAllGather, ncclAllGather, (const void *send, void *recv, size_t count, ncclDataType_t type, \
+		ncclComm_t comm, CUstream s), (send, recv, count, type, comm, s))
+
 // Optional: missing from an NVRTC older than 11.2; dl_ returns
 // NVRTC_ERROR_INVALID_INPUT then.
 #define DL_NVRTC_OPTIONAL(X) \
@@ -90,10 +108,16 @@ enum { DL_CUDA, DL_CUBLAS, DL_NVRTC };
 #define DL_DECLARE_CU(name, symbol, params, args) CUresult dl_##name params;
 #define DL_DECLARE_CUBLAS(name, symbol, params, args) cublasStatus_t dl_##name params;
 #define DL_DECLARE_NVRTC(name, symbol, params, args) nvrtcResult dl_##name params;
+#define DL_DECLARE_NCCL(name, symbol, params, args) ncclResult_t dl_##name params;
 DL_CUDA_FUNCS(DL_DECLARE_CU)
 DL_CUBLAS_FUNCS(DL_DECLARE_CUBLAS)
 DL_NVRTC_FUNCS(DL_DECLARE_NVRTC)
 DL_NVRTC_OPTIONAL(DL_DECLARE_NVRTC)
+DL_NCCL_FUNCS(DL_DECLARE_NCCL)
+
+// dl_ncclGetErrorString is bound with NCCL's list; "NCCL not loaded"
+// before.
+const char *dl_ncclGetErrorString(ncclResult_t r);
 
 // dl_nvrtcGetErrorString, the one call that returns no status, is bound
 // with NVRTC's list; "NVRTC not loaded" before.

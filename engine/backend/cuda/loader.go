@@ -26,20 +26,24 @@ import (
 // with CUDA 12 or 13 libraries, in a toolkit or in Python's NVIDIA wheels,
 // and one without any says what it looked for.
 //
+// NCCL (libnccl.so.2) is opened the same way, only when a data-parallel
+// run asks for a communicator (nccl.go), so a machine without it trains on
+// one GPU.
+//
 // Each library is tried by soname, newest first (libcublas.so.13, .12,
 // .11), and each soname in these places, in order:
 //
 //  1. the directories of $RAGEN_CUDA_LIBS (colon-separated);
 //  2. the loader's own search: LD_LIBRARY_PATH, the ld.so cache;
-//  3. cuBLAS and NVRTC only: $CUDA_HOME/lib64, /usr/local/cuda/lib64,
+//  3. all but the driver: $CUDA_HOME/lib64, /usr/local/cuda/lib64,
 //     /usr/local/cuda-*/lib64 (newest first);
 //  4. /usr/lib/x86_64-linux-gnu, /usr/lib64, /usr/local/nvidia/lib64,
 //     /usr/lib/wsl/lib;
-//  5. cuBLAS and NVRTC only: $CONDA_PREFIX/lib and the NVIDIA wheels of
+//  5. all but the driver: $CONDA_PREFIX/lib and the NVIDIA wheels of
 //     every site-packages or dist-packages of $VIRTUAL_ENV, $CONDA_PREFIX,
 //     ~/.local, /usr/local and /usr (lib/python3*/): nvidia/cu13/lib
 //     (CUDA 13 wheels), nvidia/cublas/lib, nvidia/cuda_nvrtc/lib, then
-//     any nvidia/*/lib.
+//     any nvidia/*/lib (NCCL's wheel: nvidia/nccl/lib).
 //
 // Once the driver is loaded, a cuBLAS or NVRTC newer than it (major
 // version) is skipped: cuBLAS 13 does not start on a CUDA 12 driver, and
@@ -48,9 +52,9 @@ import (
 // first from the same directory when they are there: NVRTC opens its
 // builtins by soname at compile time, which finds no wheel directory.
 
-// A library is one of the three the backend opens.
+// A library is one of the four the backend opens.
 type library struct {
-	id     C.int    // dl.h's DL_CUDA, DL_CUBLAS, DL_NVRTC
+	id     C.int    // dl.h's DL_CUDA, DL_CUBLAS, DL_NVRTC, DL_NCCL
 	what   string   // "CUDA driver", for messages
 	names  []string // sonames, newest first
 	system bool     // the driver: not in a toolkit's lib64 nor a wheel
@@ -68,6 +72,7 @@ var (
 	blasLib   = &library{id: C.DL_CUBLAS, what: "cuBLAS", names: []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11"}}
 	nvrtcLib  = &library{id: C.DL_NVRTC, what: "NVRTC",
 		names: []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11.1", "libnvrtc.so.11.0"}}
+	ncclLib = &library{id: C.DL_NCCL, what: "NCCL", names: []string{"libnccl.so.2"}}
 
 	driverMajor int // the driver's CUDA major version, 0 if unknown
 )
@@ -85,11 +90,16 @@ func loadLibraries() error {
 
 // Libraries reports the CUDA libraries, one line each: the soname, the
 // file and its version, or why it is missing and every place looked in.
-// It loads them if that was not done yet.
+// It loads them if that was not done yet. NCCL comes last: only a
+// data-parallel run needs it.
 func Libraries() string {
 	var lines []string
-	for _, l := range []*library{driverLib, blasLib, nvrtcLib} {
+	for _, l := range []*library{driverLib, blasLib, nvrtcLib, ncclLib} {
 		if err := l.load(); err != nil {
+			if l == ncclLib {
+				lines = append(lines, err.Error()+" (needed only by data-parallel runs)")
+				continue
+			}
 			lines = append(lines, err.Error())
 			continue
 		}
@@ -198,6 +208,18 @@ func (l *library) describe() {
 			}
 		}
 		l.version = fmt.Sprintf("cuBLAS %d.%d.%d", v[0], v[1], v[2])
+	case ncclLib:
+		var v C.int
+		if r := C.dl_ncclGetVersion(&v); r != C.ncclSuccess {
+			l.version = "NCCL, version unknown: " + C.GoString(C.dl_ncclGetErrorString(r))
+			return
+		}
+		// NCCL_VERSION_CODE: X·1000 + Y·100 + Z up to 2.8, X·10000 + Y·100 + Z after.
+		if v < 10000 {
+			l.version = fmt.Sprintf("NCCL %d.%d.%d", v/1000, v/100%10, v%100)
+		} else {
+			l.version = fmt.Sprintf("NCCL %d.%d.%d", v/10000, v/100%100, v%100)
+		}
 	case nvrtcLib:
 		var major, minor C.int
 		C.dl_nvrtcVersion(&major, &minor)
