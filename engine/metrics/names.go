@@ -72,6 +72,9 @@ const (
 	CollapseNumTotal  = "collapse/first_turn_num_total" // trajectories with a first turn
 	CollapseNumValid  = "collapse/first_turn_num_valid" // of them, with reasoning inside <think>
 	CollapseValidRate = "collapse/first_turn_valid_rate"
+	// CollapseValidThinking is the share of all sampled turns with
+	// reasoning inside <think> (train.Config.CollapseTrajectory).
+	CollapseValidThinking = "collapse/valid_thinking_rate"
 
 	CollapseMI          = CollapsePrefix + "mi_estimate"            // mean(matched − marginal), per token
 	CollapseMISeq       = CollapsePrefix + "mi_seq_estimate"        // per sequence
@@ -128,8 +131,14 @@ const (
 )
 
 // CollapsePrefix is RAGEN-2's prefix of the first-turn template-collapse
-// metrics.
-const CollapsePrefix = "collapse_first_turn_sample/"
+// metrics; CollapseTrajPrefix that of the same statistics over turns
+// sampled from whole trajectories (train.Config.CollapseTrajectory):
+// CollapseTrajPrefix + "mi_estimate", and so on for every Collapse* name
+// under CollapsePrefix.
+const (
+	CollapsePrefix     = "collapse_first_turn_sample/"
+	CollapseTrajPrefix = "collapse_trajectory_sample/"
+)
 
 // RAGEN's gradient analysis (ragen/trainer/gradient_reporter.py;
 // train.Config.GradientReportEvery): the kept batch is split into buckets

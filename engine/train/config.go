@@ -86,6 +86,13 @@ type Config struct {
 	// sampled first turns of the step's rollouts; 0 never (0; RAGEN-2 5).
 	// They change no other number of the run (decision 39).
 	CollapseEvery int `json:"collapse_every,omitempty" flag:"collapse-every" help:"template-collapse metrics (MI of prompt and reasoning, retrieval accuracy) on step 1 and every N steps (0: never; RAGEN-2 5)"`
+	// CollapseTrajectory adds, on the steps CollapseEvery computes, the
+	// same metrics over (context, reasoning) pairs drawn from every turn
+	// of the trajectories, not just the first (RAGEN-2's multi_turn_enabled,
+	// collapse_trajectory_sample/*; see trajectoryCollapse) (false). Each
+	// pair's own turn context is a column, so it costs up to 64 × 64
+	// scored sequences of a whole history each.
+	CollapseTrajectory bool `json:"collapse_trajectory,omitempty" flag:"collapse-trajectory" help:"with -collapse-every: also the template-collapse metrics over turns sampled from whole trajectories (RAGEN-2 multi-turn)"`
 	// GradientReportEvery runs RAGEN's gradient analysis on step 1 and
 	// every N steps after it (1, N+1, 2N+1, …: RAGEN's (step − 1) % N = 0):
 	// the kept batch split into buckets of groups by in-group reward std,
@@ -351,6 +358,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Algo.FilterRatio < 1 && c.EnvGroups < 2 && (c.Algo.FilterStrategy == "" || c.Algo.FilterStrategy == algo.FilterRatioTop) {
 		return fmt.Errorf("env_groups: filtering (algo.filter_ratio %g) needs at least 2 groups (got %d)", c.Algo.FilterRatio, c.EnvGroups)
+	}
+	if c.CollapseTrajectory && c.CollapseEvery == 0 {
+		return errors.New("collapse_trajectory: runs on the steps collapse_every computes; set collapse_every > 0 (-collapse-every N)")
 	}
 	if m := c.GradientReportBucketMode; m != "" && m != algo.BucketQuantile && m != algo.BucketFixedRV {
 		return fmt.Errorf("gradient_report_bucket_mode: must be %s or %s (got %q)", algo.BucketQuantile, algo.BucketFixedRV, m)

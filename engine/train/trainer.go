@@ -97,7 +97,9 @@ type Trainer struct {
 	emptySteps int
 	stopped    bool
 
-	collapseEMA collapseEMAs // the template-collapse metrics' EMA (Config.CollapseEvery)
+	// The template-collapse metrics' EMAs (Config.CollapseEvery): first
+	// turns, and trajectory-sampled turns (Config.CollapseTrajectory).
+	collapseEMA, collapseEMATraj collapseEMAs
 	// actorSum and criticSum hold a data-parallel run's exact gradient
 	// sums (see dist.go); nil without Config.Comm.
 	actorSum, criticSum *dist.Fixed
