@@ -111,7 +111,7 @@ type sharedTrajs struct {
 // of ranks, which is what makes the sum the same bits on any world size.
 func (t *Trainer) units(trajs []*rollout.Trajectory) [][2]int {
 	if t.cfg.MicroBatchTokens > 0 {
-		return t.microBatches(trajs)
+		return microBatches(trajs, t.cfg.MicroBatchTokens)
 	}
 	out := make([][2]int, len(trajs))
 	for k := range out {
@@ -218,8 +218,9 @@ func (t *Trainer) sumGrads(m *model.Model, sum **dist.Fixed, units, last int, fo
 
 // actorGradsShared is actorGrads over the ranks: see the comment at the
 // top of this file. Each term's gradient is the exact sum over the ranks,
-// the same on every rank.
-func (t *Trainer) actorGradsShared(step int, b *batch, lo, hi int, terms []lossTerm, then func(k int) error) (loss algo.ActorLoss, ok bool, err error) {
+// the same on every rank. Its passes are the minibatch's units, whatever
+// the limit.
+func (t *Trainer) actorGradsShared(step int, b *batch, lo, hi, _ int, terms []lossTerm, then func(k int) error) (loss algo.ActorLoss, ok bool, err error) {
 	cfg := &t.cfg
 	trajs := b.trajs[lo:hi]
 	if cfg.selectiveMask() && !anyToken(b.actorMask[lo:hi]) {

@@ -94,6 +94,23 @@ func (t *Trainer) gradTerms() []gradTerm {
 	return terms
 }
 
+// reportLimit bounds the tokens of the report's passes: MicroBatchTokens,
+// else the update's largest minibatch of b, so that the report (whose
+// "all" bucket is the whole batch) holds no more activations at once than
+// the update. The gradient is the same, accumulated over the passes.
+func (t *Trainer) reportLimit(b *batch) int {
+	if t.cfg.MicroBatchTokens > 0 {
+		return t.cfg.MicroBatchTokens
+	}
+	n := len(b.trajs)
+	mbs := min(t.cfg.MiniBatches, n)
+	limit := 0
+	for k := range mbs {
+		limit = max(limit, tokenCount(b.trajs[k*n/mbs:(k+1)*n/mbs]))
+	}
+	return limit
+}
+
 // reportBucket computes one bucket's metrics. A bucket whose trajectories
 // have no token under the loss mask reports its size only.
 func (t *Trainer) reportBucket(step int, b *batch, bk algo.Bucket, m map[string]float64) error {
@@ -129,7 +146,7 @@ func (t *Trainer) reportBucket(step int, b *batch, bk algo.Bucket, m map[string]
 	if t.cfg.Comm != nil {
 		grads = t.actorGradsShared
 	}
-	loss, ok, err := grads(step, sub, 0, n, grad, func(k int) error {
+	loss, ok, err := grads(step, sub, 0, n, t.reportLimit(b), grad, func(k int) error {
 		var err error
 		norms[k], err = t.policy.GradNorm()
 		return err

@@ -153,7 +153,7 @@ func TestGradientReportTermNorms(t *testing.T) {
 		defer func() { tr.cfg.Algo = saved }()
 		tr.cfg.Algo = a
 		var norm float64
-		_, ok, err := tr.actorGrads(1, sub, 0, len(sub.trajs), []lossTerm{wholeLoss}, func(int) error {
+		_, ok, err := tr.actorGrads(1, sub, 0, len(sub.trajs), tr.cfg.MicroBatchTokens, []lossTerm{wholeLoss}, func(int) error {
 			var err error
 			norm, err = tr.policy.GradNorm()
 			return err
@@ -197,7 +197,7 @@ func TestGradientReportTermNorms(t *testing.T) {
 	for _, g := range tr.gradTerms() {
 		terms = append(terms, g.grad)
 	}
-	if _, _, err := tr.actorGrads(1, sub, 0, len(sub.trajs), terms, func(int) error {
+	if _, _, err := tr.actorGrads(1, sub, 0, len(sub.trajs), 0, terms, func(int) error {
 		if err := tr.policy.SyncGrads(); err != nil {
 			return err
 		}

@@ -605,7 +605,7 @@ func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) 
 	if t.cfg.Comm != nil {
 		grads = t.actorGradsShared
 	}
-	loss, ok, err := grads(step, b, lo, hi, []lossTerm{wholeLoss}, nil)
+	loss, ok, err := grads(step, b, lo, hi, t.cfg.MicroBatchTokens, []lossTerm{wholeLoss}, nil)
 	if err != nil || !ok {
 		return err // !ok: the loss mask leaves this minibatch no token: no gradient, no step
 	}
@@ -621,15 +621,17 @@ func wholeLoss(l *algo.ActorLoss) ([][]float64, [][]float64) { return l.DLogp, l
 
 // actorGrads computes the actor loss of minibatch [lo, hi) of b and, for
 // each of terms in turn, leaves that term's gradient in the policy's
-// gradients (from zero) and calls then(k) (when not nil). ok is false,
-// with nothing computed, when the loss mask leaves the minibatch no token.
-func (t *Trainer) actorGrads(step int, b *batch, lo, hi int, terms []lossTerm, then func(k int) error) (loss algo.ActorLoss, ok bool, err error) {
+// gradients (from zero) and calls then(k) (when not nil). The passes hold
+// at most limit tokens (0: the whole minibatch; see microBatches). ok is
+// false, with nothing computed, when the loss mask leaves the minibatch no
+// token.
+func (t *Trainer) actorGrads(step int, b *batch, lo, hi, limit int, terms []lossTerm, then func(k int) error) (loss algo.ActorLoss, ok bool, err error) {
 	cfg := &t.cfg
 	trajs := b.trajs[lo:hi]
 	if cfg.selectiveMask() && !anyToken(b.actorMask[lo:hi]) {
 		return loss, false, nil
 	}
-	parts := t.microBatches(trajs)
+	parts := microBatches(trajs, limit)
 	var logp, ent [][]float64
 	for _, p := range parts {
 		tokens, lens := pack(trajs[p[0]:p[1]])
@@ -701,7 +703,7 @@ func (t *Trainer) actorStep(step int, loss algo.ActorLoss, b *batch, acc *accumu
 
 func (t *Trainer) updateCritic(step int, b *batch, lo, hi int, acc *accumulator) error {
 	trajs := b.trajs[lo:hi]
-	parts := t.microBatches(trajs)
+	parts := microBatches(trajs, t.cfg.MicroBatchTokens)
 	var values [][]float64
 	for _, p := range parts {
 		tokens, lens := pack(trajs[p[0]:p[1]])
@@ -772,10 +774,10 @@ func (t *Trainer) actorLoss(step int, b *batch, lo, hi int, logp, ent [][]float6
 }
 
 // microBatches splits trajs into runs of whole trajectories of at most
-// MicroBatchTokens tokens each (a longer trajectory alone): [first, end)
-// index pairs. One run when the setting is 0 or everything fits.
-func (t *Trainer) microBatches(trajs []*rollout.Trajectory) [][2]int {
-	limit := t.cfg.MicroBatchTokens
+// limit tokens each (a longer trajectory alone; Config.MicroBatchTokens
+// for the update): [first, end) index pairs. One run when limit is 0 or
+// everything fits.
+func microBatches(trajs []*rollout.Trajectory, limit int) [][2]int {
 	var parts [][2]int
 	start, size := 0, 0
 	for i, tr := range trajs {
