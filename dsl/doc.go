@@ -11,6 +11,10 @@
 //	run := exp.Train()
 //	run.Dashboard()
 //
+// With GradientReportEvery set, run.GradientReport() charts RAGEN's
+// gradient analysis: the task, entropy and KL gradient norms on buckets
+// of groups by reward std.
+//
 // The policy is a size preset trained here from a warm start (Model:
 // "tiny"), or a model to start from: a Hugging Face checkpoint, whose chat
 // template then lays out the prompts, or a checkpoint of ours:

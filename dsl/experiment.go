@@ -126,6 +126,17 @@ type Experiment struct {
 	// the prompt from it) on step 1 and every N steps (0: never; RAGEN-2
 	// 5); they change no other number of the run.
 	CollapseEvery int `train:"collapse_every"`
+	// CollapseTrajectory adds the same metrics over turns drawn from whole
+	// trajectories, not just first turns (RAGEN-2's multi-turn sampling).
+	CollapseTrajectory bool `train:"collapse_trajectory"`
+	// GradientReportEvery runs RAGEN's gradient analysis on step 1 and
+	// every N steps after (0: never; RAGEN 50): the norms of the task,
+	// entropy and KL terms' gradients on buckets of groups by reward std,
+	// without an optimizer step (run.GradientReport() shows them);
+	// GradientReportBuckets sets how many buckets (6). They change no
+	// other number of the run.
+	GradientReportEvery   int `train:"gradient_report_every"`
+	GradientReportBuckets int `train:"gradient_report_buckets"`
 
 	// Fresh re-runs even when the cache holds this experiment's result.
 	Fresh bool

@@ -13,12 +13,18 @@ func TestMappedFieldsRoundTrip(t *testing.T) {
 	samples := map[string]any{ // values the trainer accepts where the kind's sample would not do
 		"ContextLength": 512, "VocabSize": 400, "Backend": "cpu", "Precision": "bf16", "Monitor": "stop",
 	}
+	companions := map[string]func(*Experiment){ // fields valid only with another one set
+		"CollapseTrajectory": func(e *Experiment) { e.CollapseEvery = 1 },
+	}
 	n := 0
 	for _, m := range mappedFields {
 		if m.manual {
 			continue
 		}
 		e := Experiment{Env: Bandit()}
+		if set, ok := companions[m.path]; ok {
+			set(&e)
+		}
 		v := reflect.ValueOf(&e).Elem().FieldByIndex(m.index)
 		x, ok := samples[m.path]
 		if !ok {

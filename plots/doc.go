@@ -29,6 +29,10 @@
 //     (metrics.Sample): over the agent's tokens in order, the value V(s_t),
 //     the return G_t and the rewards above, the advantage A_t as bars
 //     below, turn boundaries dashed.
+//   - GradientChart: one step's gradient analysis (GradientReportAt; the
+//     trainer's GradientReportEvery): the task, entropy and KL terms'
+//     gradient norms against the reward-std bucket — in total, per
+//     trajectory and per token, log scale.
 //
 // A run keeps its colour (Palette, Okabe–Ito, colour-blind safe) on every
 // panel; colours follow the order of Add and AddSeeds. The legend sits

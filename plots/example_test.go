@@ -191,3 +191,45 @@ func ExampleEMA() {
 	// [1.0000 1.6667 2.4286]
 	// [5.0000 5.0000 5.0000]
 }
+
+// A gradient report (train.Config.GradientReportEvery) read back from a
+// run's metrics and drawn: the task gradient grows with the groups' reward
+// std while the entropy and KL terms' stay flat, so in the low-std buckets
+// the regularisers weigh as much as the task.
+func ExampleGradientChart() {
+	h := &metrics.History{Name: "sokoban"}
+	v := map[string]float64{}
+	for k, std := range []float64{0, 0.2, 0.5, 1.1} {
+		b := fmt.Sprintf("bucket_%d", k+1)
+		n, tokens := 16.0, 16*40.0
+		norm := map[string]float64{metrics.GradTask: 0.02 + 0.8*std, metrics.GradEntropy: 0.03, metrics.GradKL: 0.05 + 0.01*float64(k)}
+		v[metrics.GradBucket(b, metrics.GradSampleCount)] = n
+		v[metrics.GradBucket(b, metrics.GradGroupCount)] = 2
+		v[metrics.GradBucket(b, metrics.GradStdMean)] = std
+		for term, x := range norm {
+			v[metrics.GradBucket(b, term)] = x
+			v[metrics.GradBucket(b, metrics.GradPerSample+term)] = x / n
+			v[metrics.GradBucket(b, metrics.GradPerToken+term)] = x / tokens
+		}
+	}
+	v[metrics.GradBucket("all", metrics.GradTask)] = 0.7
+	h.Steps = append(h.Steps, metrics.Step{Step: 1, Values: map[string]float64{metrics.RewardMean: 0.1}},
+		metrics.Step{Step: 11, Values: v})
+
+	r, ok := plots.GradientReportAt(h, -1) // the last step with a report
+	if !ok {
+		fmt.Println("no report")
+		return
+	}
+	c := plots.NewGradientChart(r)
+	if err := c.Save(filepath.Join(os.TempDir(), "gradient.png")); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println(c)
+	// Output:
+	// gradient norms by reward-std bucket, step 11:
+	//   bucket_1 (std 0, 2 groups): task 0.02 entropy 0.03 kl 0.05
+	//   bucket_2 (std 0.2, 2 groups): task 0.18 entropy 0.03 kl 0.06
+	//   bucket_3 (std 0.5, 2 groups): task 0.42 entropy 0.03 kl 0.07
+	//   bucket_4 (std 1.1, 2 groups): task 0.9 entropy 0.03 kl 0.08
+}

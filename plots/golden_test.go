@@ -58,6 +58,7 @@ func TestGolden(t *testing.T) {
 		{"reasoning.png", ExampleReasoningChart},
 		{"groups.png", ExampleGroupRewardChart},
 		{"credit.png", ExampleCreditChart},
+		{"gradient.png", ExampleGradientChart},
 		{"figure.png", ExampleFigure},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

@@ -97,6 +97,15 @@ func zeros(mask [][]bool) [][]float64 {
 	return out
 }
 
+// clone returns a copy of a ragged array.
+func clone(x [][]float64) [][]float64 {
+	out := make([][]float64, len(x))
+	for i := range x {
+		out[i] = append([]float64(nil), x[i]...)
+	}
+	return out
+}
+
 // checkShape checks that x is shaped like mask and finite on agent tokens;
 // the error names the tensor and the position.
 func checkShape(name string, x [][]float64, mask [][]bool) error {

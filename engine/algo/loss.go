@@ -128,8 +128,12 @@ type ActorInputs struct {
 // back-propagate, and the statistics to log.
 type ActorLoss struct {
 	Loss     float64     // PG + KL − entropy bonus
-	DLogp    [][]float64 // ∂Loss/∂logp per token (0 off the mask)
-	DEntropy [][]float64 // ∂Loss/∂H per token (nil when Entropy was nil)
+	DLogp    [][]float64 // ∂Loss/∂logp per token (0 off the mask): DLogpPG + DLogpKL
+	DEntropy [][]float64 // ∂Loss/∂H per token (nil when Entropy was nil): the entropy term's alone
+	// The parts of DLogp: the PPO term's, and the KL term's (nil unless
+	// kl_placement = loss); DLogpPG is DLogp itself without a KL term.
+	// RAGEN's gradient analysis back-propagates each term alone.
+	DLogpPG, DLogpKL [][]float64
 
 	PGLoss  float64 // agg(PPO loss)
 	Entropy float64 // agg(H) (0 when Entropy was nil)
@@ -164,6 +168,7 @@ func ComputeActorLoss(cfg *Config, in ActorInputs) (ActorLoss, error) {
 		}
 	}
 	out.Loss = out.PGLoss
+	out.DLogpPG = out.DLogp
 
 	if cfg.EntropyCoef > 0 && in.Entropy == nil {
 		return ActorLoss{}, fmt.Errorf("entropy: required when entropy_coef > 0 (%v)", cfg.EntropyCoef)
@@ -190,6 +195,9 @@ func ComputeActorLoss(cfg *Config, in ActorInputs) (ActorLoss, error) {
 		if err := checkShape("ref_logp", in.RefLogp, in.Mask); err != nil {
 			return ActorLoss{}, err
 		}
+		if klLoss {
+			out.DLogpPG, out.DLogpKL = clone(out.DLogp), zeros(in.Mask)
+		}
 		for i := range w {
 			for t, wt := range w[i] {
 				if wt == 0 {
@@ -201,7 +209,8 @@ func ComputeActorLoss(cfg *Config, in ActorInputs) (ActorLoss, error) {
 				}
 				out.KLRef += wt * k
 				if klLoss {
-					out.DLogp[i][t] += wt * cfg.KLCoef * g
+					out.DLogpKL[i][t] = wt * cfg.KLCoef * g
+					out.DLogp[i][t] += out.DLogpKL[i][t]
 				}
 			}
 		}

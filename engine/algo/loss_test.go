@@ -239,12 +239,18 @@ func TestActorLossHandComputed(t *testing.T) {
 	// ∂L/∂logp = ½·(−Aρ + β·δ): ½·(−1 + 0.02) = −0.49 and ½·(0.5 − 0.02) = 0.24
 	nearSlice(t, "dlogp", out.DLogp[0], []float64{-0.49, 0, 0.24}, 1e-12)
 	nearSlice(t, "dH", out.DEntropy[0], []float64{-0.005, 0, -0.005}, 1e-15)
+	// The parts: ½·(−Aρ) and ½·β·δ, δ = logp − ref = (0.2, −0.2).
+	nearSlice(t, "dlogp pg", out.DLogpPG[0], []float64{-0.5, 0, 0.25}, 1e-12)
+	nearSlice(t, "dlogp kl", out.DLogpKL[0], []float64{0.01, 0, -0.01}, 1e-12)
 
 	// KL placement none: the KL is reported but does not enter the loss.
 	cfg.KLPlacement = KLNone
 	out, _ = ComputeActorLoss(&cfg, in)
 	near(t, "loss without KL", out.Loss, -0.255, 1e-12)
 	near(t, "kl still reported", out.KLRef, 0.02, 1e-12)
+	if out.DLogpKL != nil || &out.DLogpPG[0][0] != &out.DLogp[0][0] {
+		t.Error("without a KL term DLogpPG is DLogp and DLogpKL nil")
+	}
 
 	cfg.KLPlacement = KLLoss
 	in.RefLogp = nil

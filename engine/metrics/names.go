@@ -72,6 +72,9 @@ const (
 	CollapseNumTotal  = "collapse/first_turn_num_total" // trajectories with a first turn
 	CollapseNumValid  = "collapse/first_turn_num_valid" // of them, with reasoning inside <think>
 	CollapseValidRate = "collapse/first_turn_valid_rate"
+	// CollapseValidThinking is the share of all sampled turns with
+	// reasoning inside <think> (train.Config.CollapseTrajectory).
+	CollapseValidThinking = "collapse/valid_thinking_rate"
 
 	CollapseMI          = CollapsePrefix + "mi_estimate"            // mean(matched − marginal), per token
 	CollapseMISeq       = CollapsePrefix + "mi_seq_estimate"        // per sequence
@@ -124,12 +127,63 @@ const (
 	// TimeCollapse is the template-collapse metrics' computation, part of
 	// timing_s/step (RAGEN-2's timing_s/collapse_metrics).
 	TimeCollapse = "timing_s/collapse_metrics"
-	TokensPerSec = "perf/tokens_per_s"
+	// TimeGradReport is the gradient analysis (train.Config.GradientReportEvery),
+	// part of timing_s/step.
+	TimeGradReport = "timing_s/gradient_analysis"
+	TokensPerSec   = "perf/tokens_per_s"
 	// PeakRSS is the process's peak resident memory so far in GB (10⁹
 	// bytes), from getrusage; absent where the system does not report it.
 	PeakRSS = "perf/max_rss_gb"
 )
 
 // CollapsePrefix is RAGEN-2's prefix of the first-turn template-collapse
-// metrics.
-const CollapsePrefix = "collapse_first_turn_sample/"
+// metrics; CollapseTrajPrefix that of the same statistics over turns
+// sampled from whole trajectories (train.Config.CollapseTrajectory):
+// CollapseTrajPrefix + "mi_estimate", and so on for every Collapse* name
+// under CollapsePrefix.
+const (
+	CollapsePrefix     = "collapse_first_turn_sample/"
+	CollapseTrajPrefix = "collapse_trajectory_sample/"
+)
+
+// RAGEN's gradient analysis (ragen/trainer/gradient_reporter.py;
+// train.Config.GradientReportEvery): the kept batch is split into buckets
+// of groups by in-group reward std (algo.RewardStdBuckets: "all",
+// "bucket_1" lowest … "bucket_N" highest), and each term of the actor loss
+// is back-propagated alone on each bucket, without an optimizer step. A
+// bucket's metric is GradPrefix + bucket + "/" + one of the names below,
+// GradBucket(bucket, name).
+const GradPrefix = "grad_norm/"
+
+// The names within a bucket, RAGEN's.
+const (
+	GradSampleCount = "sample_count"    // trajectories in the bucket
+	GradSamplePct   = "sample_pct"      // of the kept batch's trajectories
+	GradGroupCount  = "group_rv_count"  // groups in the bucket
+	GradStdMean     = "reward_std_mean" // mean over its groups of the in-group reward std
+	GradStdMin      = "reward_std_min"
+	GradStdMax      = "reward_std_max"
+
+	// The L2 norm over the trainable parameters of the gradient of each
+	// term of the actor loss (algo.ComputeActorLoss), aggregated over the
+	// bucket as the update aggregates a minibatch: the PPO term (task), the
+	// entropy bonus −c_H·agg(H) (entropy; only with entropy_coef > 0) and
+	// β·agg(KL) (kl; only with the KL in the loss).
+	GradTask    = "task"
+	GradEntropy = "entropy"
+	GradKL      = "kl"
+	// The norms divided by the bucket's trajectories and by its tokens
+	// under the loss mask: GradPerSample + GradTask = "per_sample/task".
+	GradPerSample = "per_sample/"
+	GradPerToken  = "per_token/"
+	// The terms' values: "loss/policy", "loss/entropy" (the bonus term,
+	// −c_H·agg(H)), "loss/kl" (β·agg(KL)) and their sum "loss/total".
+	GradLossPolicy  = "loss/policy"
+	GradLossEntropy = "loss/entropy"
+	GradLossKL      = "loss/kl"
+	GradLossTotal   = "loss/total"
+)
+
+// GradBucket is the name of a gradient-analysis metric of one bucket:
+// GradBucket("bucket_2", GradTask) = "grad_norm/bucket_2/task".
+func GradBucket(bucket, name string) string { return GradPrefix + bucket + "/" + name }

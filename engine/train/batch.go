@@ -137,3 +137,27 @@ func checkFinite(step int, what string, rows [][]float64) error {
 	}
 	return nil
 }
+
+// subset is the batch of b's trajectories idx, in that order, with every
+// per-token array (advantages included: they stay the whole batch's).
+func (b *batch) subset(idx []int) *batch {
+	s := &batch{}
+	for _, i := range idx {
+		s.trajs = append(s.trajs, b.trajs[i])
+		s.rewards = append(s.rewards, b.rewards[i])
+		s.mask = append(s.mask, b.mask[i])
+		s.actorMask = append(s.actorMask, b.actorMask[i])
+	}
+	for _, r := range []struct{ dst, src *[][]float64 }{
+		{&s.oldLogp, &b.oldLogp}, {&s.entropy, &b.entropy}, {&s.refLogp, &b.refLogp},
+		{&s.values, &b.values}, {&s.adv, &b.adv}, {&s.ret, &b.ret}, {&s.tokReward, &b.tokReward},
+	} {
+		if *r.src == nil {
+			continue
+		}
+		for _, i := range idx {
+			*r.dst = append(*r.dst, (*r.src)[i])
+		}
+	}
+	return s
+}

@@ -185,29 +185,43 @@ func popStd(x []float64) float64 {
 	return math.Sqrt(s / float64(len(x)))
 }
 
-// firstTurn splits a trajectory's first turn into the prompt x, up to the
-// first sampled token (the forced <think> included), and the reasoning z:
-// the sampled tokens inside the think block from there. ok is false
-// without a sampled turn; z is empty when the turn has no reasoning or
-// never closes </think> (RAGEN-2 takes <think>(.*?)</think>). Unlike
-// RAGEN-2, which re-tokenizes the stripped reasoning text, z is the
-// sampled tokens themselves.
+// turnPairs splits each sampled turn k of a trajectory into the prompt
+// x_k, the whole conversation up to the turn's first sampled token (the
+// forced <think> included), and the reasoning z_k: the sampled tokens
+// inside the think block from there. z_k is empty when the turn has no
+// reasoning or never closes </think> (RAGEN-2 takes <think>(.*?)</think>).
+// Unlike RAGEN-2, which re-tokenizes the stripped reasoning text, z_k is
+// the sampled tokens themselves.
+func turnPairs(tr *rollout.Trajectory) (xs, zs [][]int) {
+	k := 0
+	for a := range tr.Tokens {
+		if !tr.Agent[a] || (a > 0 && tr.Agent[a-1] && !tr.TurnEnd[a-1]) {
+			continue // not the first sampled token of a turn
+		}
+		var z []int
+		if k < len(tr.Turns) && strings.Contains(tr.Turns[k].Response, tokenizer.ThinkEnd) {
+			e := a
+			for e < len(tr.Tokens) && tr.Agent[e] && tr.Span[e] == rollout.SpanThink {
+				e++
+				if tr.TurnEnd[e-1] {
+					break
+				}
+			}
+			z = tr.Tokens[a:e]
+		}
+		xs, zs = append(xs, tr.Tokens[:a]), append(zs, z)
+		k++
+	}
+	return xs, zs
+}
+
+// firstTurn is turnPairs' first turn; ok is false without a sampled turn.
 func firstTurn(tr *rollout.Trajectory) (x, z []int, ok bool) {
-	a := slices.Index(tr.Agent, true)
-	if a < 0 || len(tr.Turns) == 0 {
+	xs, zs := turnPairs(tr)
+	if len(xs) == 0 || len(tr.Turns) == 0 {
 		return nil, nil, false
 	}
-	if !strings.Contains(tr.Turns[0].Response, tokenizer.ThinkEnd) {
-		return tr.Tokens[:a], nil, true
-	}
-	e := a
-	for e < len(tr.Tokens) && tr.Agent[e] && tr.Span[e] == rollout.SpanThink {
-		e++
-		if tr.TurnEnd[e-1] {
-			break
-		}
-	}
-	return tr.Tokens[:a], tr.Tokens[a:e], true
+	return xs[0], zs[0], true
 }
 
 // collapseMetrics adds the template-collapse metrics of a step's rollouts
@@ -249,8 +263,79 @@ func (t *Trainer) collapseMetrics(step int, trajs []*rollout.Trajectory, m map[s
 	for k, v := range collapseStats(s, &t.collapseEMA) {
 		m[k] = v
 	}
+	if t.cfg.CollapseTrajectory {
+		if err := t.trajectoryCollapse(step, trajs, m); err != nil {
+			return fmt.Errorf("step %d: collapse metrics: %w", step, err)
+		}
+	}
 	m[metrics.TimeCollapse] = time.Since(start).Seconds()
 	return nil
+}
+
+// trajectoryCollapse adds RAGEN-2's trajectory-sampled variant
+// (multi_turn_enabled, collapse_trajectory_sample/*): the same statistics
+// over (prompt, reasoning) pairs of every turn, not just the first. Up to
+// 64 pairs are drawn trajectory-uniformly, Pr(m, t) = 1/M · 1/T_m over the
+// M trajectories and the T_m turns of m with reasoning (with replacement;
+// a draw of a trajectory without one is lost), so a long episode weighs
+// as much as a short one. Each pair is its own column, x its own turn's
+// context (the history before it included): retrieval asks which context
+// a reasoning was written in, and the same context drawn twice, or the
+// first turns of one group, share a signature. collapse/valid_thinking_rate
+// is the share of all sampled turns that have reasoning.
+func (t *Trainer) trajectoryCollapse(step int, trajs []*rollout.Trajectory, m map[string]float64) error {
+	var xs, zs [][][]int // [trajectory][turn with reasoning]
+	counts := make([]int, len(trajs))
+	total, valid := 0, 0
+	for i, tr := range trajs {
+		px, pz := turnPairs(tr)
+		var vx, vz [][]int
+		for k, z := range pz {
+			if len(z) > 0 {
+				vx, vz = append(vx, px[k]), append(vz, z)
+			}
+		}
+		xs, zs = append(xs, vx), append(zs, vz)
+		counts[i] = len(vz)
+		total, valid = total+len(pz), valid+len(vz)
+	}
+	if total > 0 {
+		m[metrics.CollapseValidThinking] = float64(valid) / float64(total)
+	}
+	var px, pz [][]int
+	var cols, pick []int
+	for k, p := range trajectorySample(counts, mix(uint64(t.cfg.Seed), 0x7a1ec7, uint64(int64(step)))) {
+		px, pz = append(px, xs[p[0]][p[1]]), append(pz, zs[p[0]][p[1]])
+		cols, pick = append(cols, k), append(pick, k)
+	}
+	s, err := t.crossScore(px, pz, cols, pick)
+	if err != nil {
+		return err
+	}
+	for k, v := range collapseStats(s, &t.collapseEMATraj) {
+		m[metrics.CollapseTrajPrefix+strings.TrimPrefix(k, metrics.CollapsePrefix)] = v
+	}
+	return nil
+}
+
+// trajectorySample draws min(64, Σ counts) times a trajectory m uniformly
+// and, if it has any, one of its counts[m] turns uniformly (RAGEN-2's
+// _sample_trajectory_uniform), from a stream of its own seeded by seed:
+// (trajectory, turn) pairs in draw order.
+func trajectorySample(counts []int, seed uint64) [][2]int {
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	var out [][2]int
+	for range min(collapseSamples, total) {
+		m := r.IntN(len(counts))
+		if counts[m] > 0 {
+			out = append(out, [2]int{m, r.IntN(counts[m])})
+		}
+	}
+	return out
 }
 
 // collapseSample picks up to collapseSamples of n indices, uniformly

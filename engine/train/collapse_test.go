@@ -120,6 +120,51 @@ func TestFirstTurnSplitsPromptAndReasoning(t *testing.T) {
 	}
 }
 
+// Every sampled turn splits into its whole context and its reasoning.
+func TestTurnPairsSplitEveryTurn(t *testing.T) {
+	T, F := true, false
+	const th, fm = rollout.SpanThink, rollout.SpanFormat
+	tr := &rollout.Trajectory{
+		Tokens:  []int{10, 11, 20, 21, 22, 30, 31, 40, 41, 42, 50, 60},
+		Agent:   []bool{F, F, T, T, T, F, F, T, T, T, F, T},
+		TurnEnd: []bool{F, F, F, F, T, F, F, F, F, T, F, T},
+		Span:    []rollout.Span{0, 0, th, th, fm, 0, 0, th, fm, fm, 0, fm},
+		Turns:   []rollout.Turn{{Response: "a b</think>"}, {Response: "c</think><answer>"}, {Response: "<answer>"}},
+	}
+	xs, zs := turnPairs(tr)
+	wantX := [][]int{{10, 11}, {10, 11, 20, 21, 22, 30, 31}, {10, 11, 20, 21, 22, 30, 31, 40, 41, 42, 50}}
+	wantZ := [][]int{{20, 21}, {40}, nil}
+	if !reflect.DeepEqual(xs, wantX) || !reflect.DeepEqual(zs, wantZ) {
+		t.Errorf("turn pairs: x %v z %v", xs, zs)
+	}
+}
+
+// Trajectory-uniform sampling: 64 draws (fewer pairs when the drawn
+// trajectory has no reasoning), each a turn of its trajectory, the same
+// for the same seed.
+func TestTrajectorySample(t *testing.T) {
+	counts := []int{3, 0, 1, 40, 30}
+	a, b := trajectorySample(counts, 9), trajectorySample(counts, 9)
+	if !reflect.DeepEqual(a, b) || len(a) > collapseSamples || len(a) < collapseSamples/2 {
+		t.Fatalf("%d pairs: %v, %v", len(a), a, b)
+	}
+	per := make([]int, len(counts))
+	for _, p := range a {
+		if p[1] < 0 || p[1] >= counts[p[0]] {
+			t.Errorf("pair %v out of range", p)
+		}
+		per[p[0]]++
+	}
+	// Uniform over trajectories, not turns: the one-turn trajectory is
+	// drawn about as often as the 40-turn one.
+	if per[1] != 0 || per[2] < 5 || per[3] > 25 {
+		t.Errorf("draws per trajectory %v", per)
+	}
+	if got := trajectorySample([]int{1, 2}, 1); len(got) != 3 {
+		t.Errorf("3 pairs in all: %d draws", len(got))
+	}
+}
+
 func TestCollapseSampleOwnStream(t *testing.T) {
 	if got := collapseSample(5, 1); !slices.Equal(got, []int{0, 1, 2, 3, 4}) {
 		t.Errorf("fewer than 64: %v, want all", got)
@@ -137,7 +182,7 @@ func TestCollapseMetricsChangeNothingElse(t *testing.T) {
 	c := tinyConfig(t)
 	c.Steps, c.ValEvery = 4, 2
 	off := run(t, c)
-	c.CollapseEvery = 2
+	c.CollapseEvery, c.CollapseTrajectory = 2, true
 	on := run(t, c)
 
 	for _, s := range on.History.Steps[1:] {
@@ -148,6 +193,19 @@ func TestCollapseMetricsChangeNothingElse(t *testing.T) {
 		}
 		if !has {
 			continue
+		}
+		if v, ok := s.Values[metrics.CollapseValidThinking]; !ok || v < 0 || v > 1 {
+			t.Errorf("step %d: valid thinking rate %v (%v)", s.Step, v, ok)
+		}
+		if mi, ok := s.Values[metrics.CollapseTrajPrefix+"mi_estimate"]; ok {
+			if ub := s.Values[metrics.CollapseTrajPrefix+"mi_upper_bound"]; !(mi <= ub+1e-9) {
+				t.Errorf("step %d: trajectory MI %v above log N %v", s.Step, mi, ub)
+			}
+			t.Logf("step %d: trajectory-sampled MI %.4f ≤ %.4f, retrieval %.3f (chance %.3f)", s.Step, mi,
+				s.Values[metrics.CollapseTrajPrefix+"mi_upper_bound"], s.Values[metrics.CollapseTrajPrefix+"retrieval_accuracy"],
+				s.Values[metrics.CollapseTrajPrefix+"retrieval_chance_level"])
+		} else {
+			t.Errorf("step %d: no trajectory-sampled MI", s.Step)
 		}
 		n := s.Values[metrics.CollapseNumTotal]
 		if n != float64(c.EnvGroups*c.GroupSize) || s.Values[metrics.CollapseNumValid] > n {

@@ -86,6 +86,29 @@ type Config struct {
 	// sampled first turns of the step's rollouts; 0 never (0; RAGEN-2 5).
 	// They change no other number of the run (decision 39).
 	CollapseEvery int `json:"collapse_every,omitempty" flag:"collapse-every" help:"template-collapse metrics (MI of prompt and reasoning, retrieval accuracy) on step 1 and every N steps (0: never; RAGEN-2 5)"`
+	// CollapseTrajectory adds, on the steps CollapseEvery computes, the
+	// same metrics over (context, reasoning) pairs drawn from every turn
+	// of the trajectories, not just the first (RAGEN-2's multi_turn_enabled,
+	// collapse_trajectory_sample/*; see trajectoryCollapse) (false). Each
+	// pair's own turn context is a column, so it costs up to 64 × 64
+	// scored sequences of a whole history each.
+	CollapseTrajectory bool `json:"collapse_trajectory,omitempty" flag:"collapse-trajectory" help:"with -collapse-every: also the template-collapse metrics over turns sampled from whole trajectories (RAGEN-2 multi-turn)"`
+	// GradientReportEvery runs RAGEN's gradient analysis on step 1 and
+	// every N steps after it (1, N+1, 2N+1, …: RAGEN's (step − 1) % N = 0):
+	// the kept batch split into buckets of groups by in-group reward std,
+	// and on each the norm of the gradient of each term of the actor loss
+	// (task, entropy, KL) alone, without an optimizer step
+	// (grad_norm/<bucket>/…; see gradreport.go); 0 never (0; RAGEN 50).
+	// It changes no other number of the run (decision 45).
+	GradientReportEvery int `json:"gradient_report_every,omitempty" flag:"grad-report-every" help:"gradient norms of the task, entropy and KL terms per reward-std bucket, on step 1 and every N steps after (0: never; RAGEN 50)"`
+	// GradientReportBuckets is the number of quantile buckets (0 means 6,
+	// RAGEN's gradient_analysis_num_buckets); fewer when fewer groups are
+	// kept.
+	GradientReportBuckets int `json:"gradient_report_buckets,omitempty" flag:"grad-report-buckets" help:"reward-std buckets of the gradient report (0: 6, as RAGEN)"`
+	// GradientReportBucketMode is how groups are bucketed: quantile (equal
+	// numbers of groups by rank of std; "" too) or fixed_rv (std in [0,1),
+	// [1,2), …, [4,5), ≥ 5; RAGEN's edges).
+	GradientReportBucketMode string `json:"gradient_report_bucket_mode,omitempty" flag:"grad-report-bucket-mode" help:"bucketing of the gradient report: quantile (equal numbers of groups) | fixed_rv (std in [0,1), [1,2), …, ≥ 5)"`
 	// LossMask chooses which agent tokens the policy loss (and its
 	// entropy and KL terms) covers, VAGEN-style: all | answer | think
 	// ("" = all, as RAGEN). The critic, the advantages and the metrics
@@ -321,6 +344,7 @@ func (c *Config) Validate() error {
 		{"checkpoint_every", c.CheckpointEvery}, {"warm_start.steps", c.WarmStart.Steps},
 		{"top_k", c.TopK}, {"micro_batch_tokens", c.MicroBatchTokens},
 		{"filter_empty_stop", c.FilterEmptyStop}, {"collapse_every", c.CollapseEvery},
+		{"gradient_report_every", c.GradientReportEvery}, {"gradient_report_buckets", c.GradientReportBuckets},
 	}
 	for _, f := range nonneg {
 		if f.v < 0 {
@@ -335,6 +359,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Algo.FilterRatio < 1 && c.EnvGroups < 2 && (c.Algo.FilterStrategy == "" || c.Algo.FilterStrategy == algo.FilterRatioTop) {
 		return fmt.Errorf("env_groups: filtering (algo.filter_ratio %g) needs at least 2 groups (got %d)", c.Algo.FilterRatio, c.EnvGroups)
+	}
+	if c.CollapseTrajectory && c.CollapseEvery == 0 {
+		return errors.New("collapse_trajectory: runs on the steps collapse_every computes; set collapse_every > 0 (-collapse-every N)")
+	}
+	if m := c.GradientReportBucketMode; m != "" && m != algo.BucketQuantile && m != algo.BucketFixedRV {
+		return fmt.Errorf("gradient_report_bucket_mode: must be %s or %s (got %q)", algo.BucketQuantile, algo.BucketFixedRV, m)
 	}
 	if c.LossMaskFunc == nil && c.LossMask != "" && !slices.Contains(LossMasks, c.LossMask) {
 		return fmt.Errorf("loss_mask: must be one of %s (got %q)", strings.Join(LossMasks, ", "), c.LossMask)

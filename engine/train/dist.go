@@ -111,7 +111,7 @@ type sharedTrajs struct {
 // of ranks, which is what makes the sum the same bits on any world size.
 func (t *Trainer) units(trajs []*rollout.Trajectory) [][2]int {
 	if t.cfg.MicroBatchTokens > 0 {
-		return t.microBatches(trajs)
+		return microBatches(trajs, t.cfg.MicroBatchTokens)
 	}
 	out := make([][2]int, len(trajs))
 	for k := range out {
@@ -216,13 +216,15 @@ func (t *Trainer) sumGrads(m *model.Model, sum **dist.Fixed, units, last int, fo
 	return m.UploadGrads()
 }
 
-// updateActorShared is updateActor over the ranks: see the comment at the
-// top of this file.
-func (t *Trainer) updateActorShared(step int, b *batch, lo, hi int, acc *accumulator) error {
+// actorGradsShared is actorGrads over the ranks: see the comment at the
+// top of this file. Each term's gradient is the exact sum over the ranks,
+// the same on every rank. Its passes are the minibatch's units, whatever
+// the limit.
+func (t *Trainer) actorGradsShared(step int, b *batch, lo, hi, _ int, terms []lossTerm, then func(k int) error) (loss algo.ActorLoss, ok bool, err error) {
 	cfg := &t.cfg
 	trajs := b.trajs[lo:hi]
 	if cfg.selectiveMask() && !anyToken(b.actorMask[lo:hi]) {
-		return nil
+		return loss, false, nil
 	}
 	n := len(trajs)
 	units := t.units(trajs)
@@ -239,34 +241,44 @@ func (t *Trainer) updateActorShared(step int, b *batch, lo, hi int, acc *accumul
 	for _, u := range t.own(len(units)) {
 		out, lens, err := forward(u)
 		if err != nil {
-			return err
+			return loss, false, err
 		}
 		copy(logp[units[u][0]:], unpack(out.LogProb, lens))
 		copy(ent[units[u][0]:], unpack(out.Entropy, lens))
 		last = u
 	}
 	if err := t.gatherRows(units, logp, ent); err != nil {
-		return fmt.Errorf("step %d: gather log-probs: %w", step, err)
+		return loss, false, fmt.Errorf("step %d: gather log-probs: %w", step, err)
 	}
-	loss, err := t.actorLoss(step, b, lo, hi, logp, ent)
-	if err != nil {
-		return err
+	if loss, err = t.actorLoss(step, b, lo, hi, logp, ent); err != nil {
+		return loss, false, err
 	}
-	err = t.sumGrads(t.policy, &t.actorSum, len(units), last,
-		func(u int) error { _, _, err := forward(u); return err },
-		func(u int) error {
-			p := units[u]
-			size := tokenCount(trajs[p[0]:p[1]])
-			g := model.Grad{LogProb: packGrad(rowsOf(loss.DLogp, p), size), Entropy: packGrad(rowsOf(loss.DEntropy, p), size)}
-			if err := t.policy.Backward(g); err != nil {
-				return fmt.Errorf("step %d: actor backward: %w", step, err)
+	for k, term := range terms {
+		dlogp, dent := term(&loss)
+		if k > 0 {
+			last = -1 // each Forward supports one Backward
+		}
+		err = t.sumGrads(t.policy, &t.actorSum, len(units), last,
+			func(u int) error { _, _, err := forward(u); return err },
+			func(u int) error {
+				p := units[u]
+				size := tokenCount(trajs[p[0]:p[1]])
+				g := model.Grad{LogProb: packGrad(rowsOf(dlogp, p), size), Entropy: packGrad(rowsOf(dent, p), size)}
+				if err := t.policy.Backward(g); err != nil {
+					return fmt.Errorf("step %d: actor backward: %w", step, err)
+				}
+				return nil
+			})
+		if err != nil {
+			return loss, false, err
+		}
+		if then != nil {
+			if err := then(k); err != nil {
+				return loss, false, err
 			}
-			return nil
-		})
-	if err != nil {
-		return err
+		}
 	}
-	return t.actorStep(step, loss, b, acc)
+	return loss, true, nil
 }
 
 // updateCriticShared is updateCritic over the ranks.

@@ -345,7 +345,7 @@ func TestMicroBatchesMatchWholeMinibatch(t *testing.T) {
 	c.MicroBatchTokens = 60
 	split := run(t, c)
 	defer split.Close()
-	if n := len(split.microBatches(whole.reused.trajs)); n < 3 {
+	if n := len(microBatches(whole.reused.trajs, split.cfg.MicroBatchTokens)); n < 3 {
 		t.Fatalf("a step's batch splits into %d micro-batches; the test wants several", n)
 	}
 	w, s := deterministic(whole.History), deterministic(split.History)

@@ -98,7 +98,9 @@ type Trainer struct {
 	emptySteps int
 	stopped    bool
 
-	collapseEMA collapseEMAs // the template-collapse metrics' EMA (Config.CollapseEvery)
+	// The template-collapse metrics' EMAs (Config.CollapseEvery): first
+	// turns, and trajectory-sampled turns (Config.CollapseTrajectory).
+	collapseEMA, collapseEMATraj collapseEMAs
 	// actorSum and criticSum hold a data-parallel run's exact gradient
 	// sums (see dist.go); nil without Config.Comm.
 	actorSum, criticSum *dist.Fixed
@@ -436,10 +438,17 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 		t.reused = b
 	}
 
-	// 5. Update: critic and actor, PPO epochs over minibatches. From here
-	//    on the step is not cancelled (see above).
+	// 5. Update: critic and actor, PPO epochs over minibatches; on due
+	//    steps the gradient analysis of the batch first (as RAGEN), which
+	//    leaves the update as it would be without it. From here on the
+	//    step is not cancelled (see above).
 	ctx = context.WithoutCancel(ctx)
 	t.obs.Phase(step, "train")
+	if cfg.gradReportDue(step) {
+		if err := t.gradientReport(step, b, m); err != nil {
+			return metrics.Step{}, err
+		}
+	}
 	start, cpu := time.Now(), cpuClock()
 	if err := t.update(step, b, m); err != nil {
 		return metrics.Step{}, err
@@ -586,16 +595,16 @@ func (t *Trainer) update(step int, b *batch, m map[string]float64) error {
 	for epoch := 0; epoch < cfg.PPOEpochs; epoch++ {
 		for k := 0; k < mbs; k++ {
 			lo, hi := k*n/mbs, (k+1)*n/mbs
-			critic, actor := t.updateCritic, t.updateActor
+			critic := t.updateCritic
 			if t.cfg.Comm != nil {
-				critic, actor = t.updateCriticShared, t.updateActorShared
+				critic = t.updateCriticShared
 			}
 			if t.critic != nil {
 				if err := critic(step, b, lo, hi, &acc); err != nil {
 					return err
 				}
 			}
-			if err := actor(step, b, lo, hi, &acc); err != nil {
+			if err := t.updateActor(step, b, lo, hi, &acc); err != nil {
 				return err
 			}
 		}
@@ -625,42 +634,76 @@ func (t *Trainer) update(step int, b *batch, m map[string]float64) error {
 }
 
 func (t *Trainer) updateActor(step int, b *batch, lo, hi int, acc *accumulator) error {
+	grads := t.actorGrads
+	if t.cfg.Comm != nil {
+		grads = t.actorGradsShared
+	}
+	loss, ok, err := grads(step, b, lo, hi, t.cfg.MicroBatchTokens, []lossTerm{wholeLoss}, nil)
+	if err != nil || !ok {
+		return err // !ok: the loss mask leaves this minibatch no token: no gradient, no step
+	}
+	return t.actorStep(step, loss, b, acc)
+}
+
+// lossTerm picks what to back-propagate of an actor loss: ∂/∂logp and
+// ∂/∂H per token (nil: none).
+type lossTerm func(l *algo.ActorLoss) (dlogp, dent [][]float64)
+
+// wholeLoss is the loss the update descends: every term.
+func wholeLoss(l *algo.ActorLoss) ([][]float64, [][]float64) { return l.DLogp, l.DEntropy }
+
+// actorGrads computes the actor loss of minibatch [lo, hi) of b and, for
+// each of terms in turn, leaves that term's gradient in the policy's
+// gradients (from zero) and calls then(k) (when not nil). The passes hold
+// at most limit tokens (0: the whole minibatch; see microBatches). ok is
+// false, with nothing computed, when the loss mask leaves the minibatch no
+// token.
+func (t *Trainer) actorGrads(step int, b *batch, lo, hi, limit int, terms []lossTerm, then func(k int) error) (loss algo.ActorLoss, ok bool, err error) {
 	cfg := &t.cfg
 	trajs := b.trajs[lo:hi]
 	if cfg.selectiveMask() && !anyToken(b.actorMask[lo:hi]) {
-		return nil // the loss mask leaves this minibatch no token: no gradient, no step
+		return loss, false, nil
 	}
-	parts := t.microBatches(trajs)
+	parts := microBatches(trajs, limit)
 	var logp, ent [][]float64
 	for _, p := range parts {
 		tokens, lens := pack(trajs[p[0]:p[1]])
 		out, err := t.policy.Forward(tokens, lens, model.Want{LM: true})
 		if err != nil {
-			return fmt.Errorf("step %d: actor forward: %w", step, err)
+			return loss, false, fmt.Errorf("step %d: actor forward: %w", step, err)
 		}
 		logp = append(logp, unpack(out.LogProb, lens)...)
 		if cfg.Algo.EntropyCoef > 0 {
 			ent = append(ent, unpack(out.Entropy, lens)...)
 		}
 	}
-	loss, err := t.actorLoss(step, b, lo, hi, logp, ent)
-	if err != nil {
-		return err
+	if loss, err = t.actorLoss(step, b, lo, hi, logp, ent); err != nil {
+		return loss, false, err
 	}
-	t.policy.ZeroGrad()
-	for _, p := range parts {
-		tokens, lens := pack(trajs[p[0]:p[1]])
-		if len(parts) > 1 { // the activations are the last part's: run this one again
-			if _, err := t.policy.Forward(tokens, lens, model.Want{LM: true}); err != nil {
-				return fmt.Errorf("step %d: actor forward: %w", step, err)
+	for k, term := range terms {
+		dlogp, dent := term(&loss)
+		t.policy.ZeroGrad()
+		for _, p := range parts {
+			tokens, lens := pack(trajs[p[0]:p[1]])
+			// The activations are the last part's, of the first term: run
+			// any other part, or any part again, forward first.
+			if len(parts) > 1 || k > 0 {
+				if _, err := t.policy.Forward(tokens, lens, model.Want{LM: true}); err != nil {
+					return loss, false, fmt.Errorf("step %d: actor forward: %w", step, err)
+				}
+			}
+			g := model.Grad{LogProb: packGrad(rowsOf(dlogp, p), len(tokens)), Entropy: packGrad(rowsOf(dent, p), len(tokens))}
+			if err := t.policy.Backward(g); err != nil {
+				return loss, false, fmt.Errorf("step %d: actor backward: %w", step, err)
 			}
 		}
-		g := model.Grad{LogProb: packGrad(rowsOf(loss.DLogp, p), len(tokens)), Entropy: packGrad(rowsOf(loss.DEntropy, p), len(tokens))}
-		if err := t.policy.Backward(g); err != nil {
-			return fmt.Errorf("step %d: actor backward: %w", step, err)
+		if then != nil {
+			if err := then(k); err != nil {
+				return loss, false, err
+			}
 		}
 	}
-	return t.actorStep(step, loss, b, acc)
+	return loss, true, nil
 }
 
 // actorStep clips the policy's gradient, takes the optimizer step and
@@ -693,7 +736,7 @@ func (t *Trainer) actorStep(step int, loss algo.ActorLoss, b *batch, acc *accumu
 
 func (t *Trainer) updateCritic(step int, b *batch, lo, hi int, acc *accumulator) error {
 	trajs := b.trajs[lo:hi]
-	parts := t.microBatches(trajs)
+	parts := microBatches(trajs, t.cfg.MicroBatchTokens)
 	var values [][]float64
 	for _, p := range parts {
 		tokens, lens := pack(trajs[p[0]:p[1]])
@@ -764,10 +807,10 @@ func (t *Trainer) actorLoss(step int, b *batch, lo, hi int, logp, ent [][]float6
 }
 
 // microBatches splits trajs into runs of whole trajectories of at most
-// MicroBatchTokens tokens each (a longer trajectory alone): [first, end)
-// index pairs. One run when the setting is 0 or everything fits.
-func (t *Trainer) microBatches(trajs []*rollout.Trajectory) [][2]int {
-	limit := t.cfg.MicroBatchTokens
+// limit tokens each (a longer trajectory alone; Config.MicroBatchTokens
+// for the update): [first, end) index pairs. One run when limit is 0 or
+// everything fits.
+func microBatches(trajs []*rollout.Trajectory, limit int) [][2]int {
 	var parts [][2]int
 	start, size := 0, 0
 	for i, tr := range trajs {
