@@ -25,6 +25,20 @@ func (w *workspace) packA(g *problem, i0, mc, p0, kc int) []float32 {
 			clear(pan)
 		}
 		row0 := i0 + q*mr
+		if g.a16 != nil {
+			// bf16 A (SgemmBF16): widened value by value.
+			for r := 0; r < h; r++ {
+				for p := 0; p < kc; p++ {
+					i, pp := row0+r, p0+p
+					if g.transA {
+						pan[p*mr+r] = bf16(g.a16[pp*lda+i])
+					} else {
+						pan[p*mr+r] = bf16(g.a16[i*lda+pp])
+					}
+				}
+			}
+			continue
+		}
 		if g.transA {
 			// op(A)[i][p] = a[p·lda + i]: mr consecutive values per p,
 			// moved by hand (a copy call per 24 bytes costs more).
@@ -73,6 +87,10 @@ func (w *workspace) packB(g *problem, p0, kc, j0, nc int) []float32 {
 
 // packB packs the kc×nc block of op(B) at (p0, j0) into dst.
 func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
+	if g.b16 != nil {
+		packPanels(dst, g.b16, g.ldb, g.transB, p0, kc, j0, nc, bf16)
+		return
+	}
 	b, ldb := g.b, g.ldb
 	full := nc / nr * nr
 	if !g.transB {
@@ -116,6 +134,40 @@ func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
 				pan[p*nr+j] = b[(j0+full+j)*ldb+p0+p]
 			} else {
 				pan[p*nr+j] = b[(p0+p)*ldb+j0+full+j]
+			}
+		}
+	}
+}
+
+// packPanels packs the kc×nc block of op(B) at (p0, j0) of a B stored as
+// S into panels of D laid out as packB's, converting each value with cv:
+// the packing of bfloat16 panels (from bf16 or bf16-exact float32
+// weights) and of float32 panels from bf16 weights, which the assembly
+// helpers of packB do not cover.
+func packPanels[S, D float32 | uint16](dst []D, b []S, ldb int, transB bool, p0, kc, j0, nc int, cv func(S) D) {
+	for q := 0; q*nr < nc; q++ {
+		pan := dst[q*nr*kc : (q+1)*nr*kc]
+		w := min(nr, nc-q*nr)
+		if w < nr {
+			clear(pan)
+		}
+		j1 := j0 + q*nr
+		if transB {
+			// op(B)[p][j] = b[j·ldb + p]: each stored row is a lane.
+			for j := 0; j < w; j++ {
+				src := b[(j1+j)*ldb+p0 : (j1+j)*ldb+p0+kc]
+				for p, v := range src {
+					pan[p*nr+j] = cv(v)
+				}
+			}
+			continue
+		}
+		// op(B)[p][j] = b[p·ldb + j]: a piece of each stored row per k step.
+		for p := 0; p < kc; p++ {
+			src := b[(p0+p)*ldb+j1 : (p0+p)*ldb+j1+w]
+			d := pan[p*nr : p*nr+w]
+			for j, v := range src {
+				d[j] = cv(v)
 			}
 		}
 	}

@@ -1,0 +1,129 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ragen-go/ragen/engine/parallel"
+)
+
+// bfloat16 operands. A bf16 value is the top 16 bits of a float32 (sign,
+// the same 8 exponent bits, 7 mantissa bits), so widening one is exact:
+// the float32 with those top bits and zeros below. Every path here that
+// reads bf16 widens each value and then does what the float32 path does
+// with it, in the same order, so a product of bf16 operands gives the bits
+// of the float32 product of the widened values (TestBF16MatchesWidened),
+// and a model whose weights are bf16-exact computes the same floats from
+// bf16 storage, at half the bytes (decision 44). AVX-512 BF16's VDPBF16PS
+// would be faster, but it sums pairs of products before it accumulates,
+// which is not the float32 kernels' chain of FMAs (decision 30).
+
+// bf16 widens one bfloat16 value to float32 (exact).
+func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// narrow returns the top 16 bits of a float32: its bfloat16 value when
+// the float is bf16-exact (ExactBF16), a truncation otherwise.
+func narrow(f float32) uint16 { return uint16(math.Float32bits(f) >> 16) }
+
+// keep16 is the identity on bf16 values (packing bf16 panels from bf16).
+func keep16(h uint16) uint16 { return h }
+
+// widen sets dst[i] to src[i] widened, for i < len(dst).
+func widen(dst []float32, src []uint16) {
+	src = src[:len(dst)]
+	for i, h := range src {
+		dst[i] = bf16(h)
+	}
+}
+
+// ExactBF16 reports whether every value of x is a bfloat16 value (its low
+// 16 bits are zero): true of weights loaded from bf16 safetensors, and of
+// the results of backend.RoundBF16.
+func ExactBF16(x []float32) bool {
+	for _, v := range x {
+		if math.Float32bits(v)&0xffff != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// SgemmBF16 is Sgemm with A and B stored as bfloat16 (the bits of each
+// value's float32 top half): C = alpha·op(A)·op(B) + beta·C in float32,
+// bit for bit Sgemm on the widened operands. The packers widen A and B
+// into the float32 panels the kernels read (so A is packed where Sgemm
+// would read it in place: the same FMAs, decision 30), and the few-row
+// A·Bᵀ products widen B's rows in dot4BF16's registers.
+func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	checkProblem(transA, transB, m, n, k, len(a), lda, len(b), ldb, c, ldc)
+	g := &problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
+		a16: a, b16: b, c: c, lda: lda, ldb: ldb, ldc: ldc}
+	if g.trivial() {
+		return
+	}
+	if 2*float64(m)*float64(n)*float64(k) < parMinFlops {
+		g.serial()
+		return
+	}
+	g.parallel(parChunkFlops)
+}
+
+// PackBBF16 is PackB for a B stored in bfloat16: op(B) packed once, its
+// panels kept in bf16 (half the bytes of PackB's), for SgemmPacked. It
+// keeps a reference to b, which the products of at most dotMaxRows rows
+// read in place.
+func PackBBF16(transB bool, k, n int, b []uint16, ldb int) *PackedB {
+	p := newPackedB(transB, k, n, len(b), ldb)
+	p.b16 = b
+	p.data16 = p.pack16(func(dst []uint16, p0, kc, j0, nc int) {
+		packPanels(dst, b, ldb, transB, p0, kc, j0, nc, keep16)
+	})
+	return p
+}
+
+// PackBNarrow is PackB with the panels kept in bfloat16: every value of
+// the stored B must be bf16-exact (ExactBF16; it panics otherwise), so
+// the panels hold the same values in half the bytes and SgemmPacked gives
+// the bits of PackB's. The products of at most dotMaxRows rows read the
+// float32 b in place, as PackB's do.
+func PackBNarrow(transB bool, k, n int, b []float32, ldb int) *PackedB {
+	p := newPackedB(transB, k, n, len(b), ldb)
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	for r := 0; r < br; r++ {
+		if !ExactBF16(b[r*ldb : r*ldb+bc]) {
+			panic(fmt.Sprintf("gemm: PackBNarrow: row %d of b holds a value that is not a bfloat16", r))
+		}
+	}
+	p.b = b
+	p.data16 = p.pack16(func(dst []uint16, p0, kc, j0, nc int) {
+		packPanels(dst, b, ldb, transB, p0, kc, j0, nc, narrow)
+	})
+	return p
+}
+
+// pack16 packs all of op(B) into bf16 panels, laid out as prepackB lays
+// out float32 ones, block by block with pack.
+func (p *PackedB) pack16(pack func(dst []uint16, p0, kc, j0, nc int)) []uint16 {
+	if p.n == 0 || p.k == 0 {
+		return nil
+	}
+	npad := roundUp(p.n, nr)
+	data := make([]uint16, npad*p.k)
+	kb := kBlock(p.k)
+	panels := npad / nr
+	grain := panels
+	if npad*p.k >= 2*prepackChunk {
+		grain = max(1, prepackChunk/(nr*p.k))
+	}
+	parallel.For(panels, grain, func(_, lo, hi int) {
+		j0, j1 := lo*nr, min(hi*nr, p.n)
+		for pc := 0; pc < p.k; pc += kb {
+			kc := min(kb, p.k-pc)
+			pack(data[pc*npad+j0*kc:], pc, kc, j0, j1-j0)
+		}
+	})
+	return data
+}
