@@ -23,14 +23,15 @@ func (h Host) Len() int { return len(h) }
 // Floats returns the slice itself.
 func (h Host) Floats() []float32 { return h }
 
-// HostBF16 is a bf16 buffer of the CPU backend: float32 values that are
-// each exactly a bfloat16 (backend.RoundBF16's results). Storing them
-// widened costs memory, not accuracy — widening bf16 is exact — and lets
-// the products run the float32 GEMM kernel on them: products of two bf16
-// values are exact in float32 (8+8 significant bits), so that kernel is a
-// bf16-input, float32-accumulate product. A distinct type, so that a
-// float32 buffer passed where a bf16 one belongs fails loudly.
-type HostBF16 []float32
+// HostBF16 is a bf16 buffer of the CPU backend: each value the top 16
+// bits of a float32 (backend.RoundBF16's result), two bytes a value. The
+// products widen them as they read them (gemm.SgemmBF16, bf16 panels of
+// packed weights), which is exact, and products of two bf16 values are
+// exact in float32 (8+8 significant bits), so a product is a bf16-input,
+// float32-accumulate one with the bits of the float32 product of the
+// widened values. A distinct type, so that a float32 buffer passed where
+// a bf16 one belongs fails loudly.
+type HostBF16 []uint16
 
 // Len is the number of bf16 values.
 func (h HostBF16) Len() int { return len(h) }
@@ -51,29 +52,24 @@ func init() {
 // New returns the CPU backend.
 func New() *Backend { return defaultBackend }
 
-// f returns the floats behind a buffer of this backend (float32 or bf16).
-func f(b backend.Buffer) []float32 {
+// h returns the slice of a float32 buffer.
+func h(b backend.Buffer) []float32 {
 	switch x := b.(type) {
 	case nil:
 		return nil
 	case Host:
 		return x
-	case HostBF16:
-		return x
 	}
-	panic(fmt.Sprintf("backend cpu: a %T is not a buffer of this backend", b))
-}
-
-// h returns the slice of a float32 buffer.
-func h(b backend.Buffer) []float32 {
-	if b == nil {
-		return nil
-	}
-	return b.(Host)
+	panic(fmt.Sprintf("backend cpu: a %T where a float32 buffer of this backend belongs", b))
 }
 
 // bf returns the slice of a bf16 buffer.
-func bf(b backend.Buffer) []float32 { return b.(HostBF16) }
+func bf(b backend.Buffer) []uint16 {
+	if x, ok := b.(HostBF16); ok {
+		return x
+	}
+	panic(fmt.Sprintf("backend cpu: a %T where a bf16 buffer of this backend belongs", b))
+}
 
 func (*Backend) Name() string { return "cpu" }
 func (*Backend) Err() error   { return nil }
@@ -90,7 +86,7 @@ func (*Backend) AllocBF16(n int) (backend.Buffer, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("backend cpu: alloc of %d bf16 values", n)
 	}
-	return HostBF16(make([]float32, n)), nil
+	return HostBF16(make([]uint16, n)), nil
 }
 
 // Wrap returns x as a buffer of this backend, without a copy.
@@ -130,7 +126,7 @@ func (*Backend) Gemm(transA, transB bool, M, N, K int, alpha float32, a backend.
 }
 
 func (*Backend) GemmBF16(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, b backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
-	gemm.Sgemm(transA, transB, M, N, K, alpha, bf(a), lda, bf(b), ldb, beta, h(c), ldc)
+	gemm.SgemmBF16(transA, transB, M, N, K, alpha, bf(a), lda, bf(b), ldb, beta, h(c), ldc)
 }
 
 // roundGrain is the values per parallel chunk of ToBF16.
@@ -140,7 +136,7 @@ func (*Backend) ToBF16(dst, src backend.Buffer, n int) {
 	d, s := bf(dst)[:n], h(src)[:n]
 	parallel.For(n, roundGrain, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			d[i] = backend.RoundBF16(s[i])
+			d[i] = uint16(math.Float32bits(backend.RoundBF16(s[i])) >> 16)
 		}
 	})
 }
@@ -318,13 +314,25 @@ func (p *packed) Len() int { return p.in * p.out }
 // products; a fused group (q|k|v, gate|up) multiplies each input row once
 // instead of two or three times, and every output is summed exactly as in
 // its own product, since the kernel sums each column alone.
+//
+// The panels are bf16 — half the bytes a decoding step reads — when the
+// weights are bf16 buffers, and when they are float32 buffers whose
+// every value is bf16-exact (a model loaded from bf16 safetensors, a
+// frozen base, a reference policy): the products are the same floats
+// either way (gemm.PackBNarrow, decision 44). A group of one weight is
+// packed from it in place; a fused group of several is packed from their
+// concatenation, which the products of at most three rows read.
 func (*Backend) PackLinear(groups []backend.LinearGroup) ([]backend.Buffer, error) {
 	out := make([]backend.Buffer, len(groups))
 	for i, g := range groups {
 		if len(g.Weights) != len(g.Outs) || len(g.Weights) == 0 {
 			return nil, fmt.Errorf("backend cpu: pack group %d: %d weights for %d output sizes", i, len(g.Weights), len(g.Outs))
 		}
+		_, half := g.Weights[0].(HostBF16)
 		for j, w := range g.Weights {
+			if _, ok := w.(HostBF16); ok != half {
+				return nil, fmt.Errorf("backend cpu: pack group %d: weight %d is %s, weight 0 is not", i, j, map[bool]string{true: "bf16", false: "float32"}[ok])
+			}
 			if w.Len() != g.Outs[j]*g.In {
 				return nil, fmt.Errorf("backend cpu: pack group %d: weight %d holds %d values, want %d × %d", i, j, w.Len(), g.Outs[j], g.In)
 			}
@@ -333,22 +341,66 @@ func (*Backend) PackLinear(groups []backend.LinearGroup) ([]backend.Buffer, erro
 	parallel.For(len(groups), 1, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			g := groups[i]
-			w := f(g.Weights[0])
-			if len(g.Weights) > 1 {
-				parts := make([][]float32, len(g.Weights))
-				for j, x := range g.Weights {
-					parts[j] = f(x)
+			p := &packed{in: g.In}
+			if _, ok := g.Weights[0].(HostBF16); ok {
+				w := concat(g.Weights, bf)
+				p.out = len(w) / g.In
+				p.p = gemm.PackBBF16(true, g.In, p.out, w, g.In)
+			} else {
+				w := concat(g.Weights, h)
+				p.out = len(w) / g.In
+				if gemm.ExactBF16(w) {
+					p.p = gemm.PackBNarrow(true, g.In, p.out, w, g.In)
+				} else {
+					p.p = gemm.PackB(true, g.In, p.out, w, g.In)
 				}
-				w = slices.Concat(parts...)
 			}
-			OC := len(w) / g.In
-			out[i] = &packed{p: gemm.PackB(true, g.In, OC, w, g.In), in: g.In, out: OC}
+			out[i] = p
 		}
 	})
 	return out, nil
 }
 
+// concat returns the values of bufs one after another: the one buffer's
+// own slice, or a new one.
+func concat[T float32 | uint16](bufs []backend.Buffer, get func(backend.Buffer) []T) []T {
+	if len(bufs) == 1 {
+		return get(bufs[0])
+	}
+	parts := make([][]T, len(bufs))
+	for j, x := range bufs {
+		parts[j] = get(x)
+	}
+	return slices.Concat(parts...)
+}
+
+// PackedLinear multiplies x, float32 or bf16 (widened here: the rows of A
+// are read in place as float32), by the packed weights.
 func (*Backend) PackedLinear(out, x, w backend.Buffer, N int) {
 	p := w.(*packed)
-	gemm.SgemmPacked(N, 1, f(x), p.in, p.p, 0, h(out), p.out)
+	if x16, ok := x.(HostBF16); ok {
+		n := N * p.in
+		buf := widened.Get().(*[]float32)
+		if cap(*buf) < n {
+			*buf = make([]float32, n)
+		}
+		a := (*buf)[:n]
+		widenRows(a, x16[:n])
+		gemm.SgemmPacked(N, 1, a, p.in, p.p, 0, h(out), p.out)
+		widened.Put(buf)
+		return
+	}
+	gemm.SgemmPacked(N, 1, h(x), p.in, p.p, 0, h(out), p.out)
+}
+
+// widened holds PackedLinear's scratch for widened inputs.
+var widened = sync.Pool{New: func() any { return new([]float32) }}
+
+// widenRows sets dst[i] to the float32 value of the bf16 src[i] (exact).
+func widenRows(dst []float32, src []uint16) {
+	parallel.For(len(dst), roundGrain, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dst[i] = math.Float32frombits(uint32(src[i]) << 16)
+		}
+	})
 }
