@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragen-go/ragen/engine/backend"
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/optim"
 	"github.com/ragen-go/ragen/engine/sample"
@@ -22,6 +23,13 @@ import (
 //
 //	load     Save it as a Hugging Face directory (F32, 2 GB) and Load it back
 //	rollout  2 sequences: a 64-token prompt each, 32 sampled tokens
+//	decode   16 sequences: a 128-token prompt each, 128 sampled tokens (the
+//	         workload of `ragen bench`'s decode row): the decoder's creation
+//	         (packing the weights), the prefill and the 127 one-token steps
+//	         timed apart; tok/s counts the 2048 sampled tokens over all three
+//	decode-bf16  the same after rounding every parameter to bf16, which is
+//	         what Load makes of a bf16 checkpoint (Qwen2.5's are): the
+//	         decoder keeps its weights as bf16 panels (decision 44)
 //	step     forward + backward over the 2 × 96 tokens with a policy-gradient
 //	         surrogate on the 32 response tokens, then an AdamW update
 //	lora     the same step training rank-16 LoRA adapters on every linear
@@ -148,6 +156,62 @@ func BenchmarkQwen05B(b *testing.B) {
 			b.ReportMetric(float64(B*T)/sec, "train_tok/s")
 		}
 		reportMemory(b)
+	})
+	decode := func(b *testing.B) {
+		const B, prompt, gen = 16, 128, 128
+		rng := rand.New(rand.NewPCG(9, 9))
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			d, err := m.NewDecoder()
+			if err != nil {
+				b.Fatal(err)
+			}
+			pack := time.Since(start)
+			ids, prompts := make([]int, B), make([][]int, B)
+			reqs := make([]model.Request, B)
+			for s := range ids {
+				ids[s] = s
+				for range prompt {
+					prompts[s] = append(prompts[s], rng.IntN(c.VocabSize))
+				}
+				reqs[s] = model.Request{ID: s, RNG: sample.NewRNG(uint64(s))}
+			}
+			t := time.Now()
+			logits, err := d.Append(ids, prompts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var smp sample.Sampler
+			for s := range reqs { // the first token, as Generate samples it
+				reqs[s].Prompt = []int{smp.Sample(logits[s*c.VocabSize:(s+1)*c.VocabSize], sample.Options{Temperature: 1}, reqs[s].RNG)}
+			}
+			prefill := time.Since(t)
+			t = time.Now()
+			out, err := d.Generate(reqs, model.GenerateOptions{Sample: sample.Options{Temperature: 1}, MaxNew: gen - 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			steps := time.Since(t)
+			n := B
+			for _, o := range out {
+				n += len(o)
+			}
+			d.Close()
+			total := time.Since(start).Seconds()
+			b.ReportMetric(pack.Seconds(), "pack_s")
+			b.ReportMetric(prefill.Seconds(), "prefill_s")
+			b.ReportMetric(steps.Seconds()/(gen-1)*1e3, "ms/step")
+			b.ReportMetric(float64(n)/total, "tok/s")
+			b.ReportMetric(float64(B*(gen-1))/steps.Seconds(), "step_tok/s")
+		}
+		reportMemory(b)
+	}
+	b.Run("decode", decode)
+	b.Run("decode-bf16", func(b *testing.B) {
+		for i, v := range m.Params.Data {
+			m.Params.Data[i] = backend.RoundBF16(v)
+		}
+		decode(b)
 	})
 	loraStep := func(b *testing.B, B, T int, recompute bool) {
 		a, err := m.WithLoRA(model.LoRA{Rank: 16, Alpha: 32, Targets: []string{"all-linear"}}, false, 1)

@@ -92,8 +92,14 @@ func (*Backend) AllocBF16(n int) (backend.Buffer, error) {
 // Wrap returns x as a buffer of this backend, without a copy.
 func (*Backend) Wrap(x []float32) backend.Buffer { return Host(x) }
 
-// Free is a no-op: the garbage collector frees host memory.
-func (*Backend) Free(backend.Buffer) {}
+// Free leaves host memory to the garbage collector, except the panels of
+// packed weights, which the next PackLinear reuses (see recycled).
+func (*Backend) Free(b backend.Buffer) {
+	if p, ok := b.(*packed); ok && p.p != nil {
+		recycled.put(p.p)
+		p.p = nil
+	}
+}
 
 func (*Backend) Slice(b backend.Buffer, off, n int) backend.Buffer {
 	if x, ok := b.(HostBF16); ok {
@@ -321,7 +327,9 @@ func (p *packed) Len() int { return p.in * p.out }
 // frozen base, a reference policy): the products are the same floats
 // either way (gemm.PackBNarrow, decision 44). A group of one weight is
 // packed from it in place; a fused group of several is packed from their
-// concatenation, which the products of at most three rows read.
+// concatenation, which the products of at most three rows read. The
+// panels go into the memory of freed ones of the same size when there is
+// some (recycled).
 func (*Backend) PackLinear(groups []backend.LinearGroup) ([]backend.Buffer, error) {
 	out := make([]backend.Buffer, len(groups))
 	for i, g := range groups {
@@ -338,22 +346,47 @@ func (*Backend) PackLinear(groups []backend.LinearGroup) ([]backend.Buffer, erro
 			}
 		}
 	}
+	// Each group takes its panels' memory from the recycled ones first.
+	type job struct {
+		g     backend.LinearGroup
+		half  bool // bf16 panels
+		f32   []float32
+		bf16  []uint16
+		exact bool
+	}
+	jobs := make([]job, len(groups))
+	for i, g := range groups {
+		_, bf16 := g.Weights[0].(HostBF16)
+		jobs[i] = job{g: g, half: bf16, exact: bf16}
+	}
 	parallel.For(len(groups), 1, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			g := groups[i]
-			p := &packed{in: g.In}
-			if _, ok := g.Weights[0].(HostBF16); ok {
-				w := concat(g.Weights, bf)
-				p.out = len(w) / g.In
-				p.p = gemm.PackBBF16(true, g.In, p.out, w, g.In)
-			} else {
-				w := concat(g.Weights, h)
-				p.out = len(w) / g.In
-				if gemm.ExactBF16(w) {
-					p.p = gemm.PackBNarrow(true, g.In, p.out, w, g.In)
-				} else {
-					p.p = gemm.PackB(true, g.In, p.out, w, g.In)
-				}
+			if !jobs[i].half {
+				jobs[i].exact = exactAll(jobs[i].g.Weights)
+			}
+		}
+	})
+	for i := range jobs {
+		j := &jobs[i]
+		n := gemm.PanelsLen(j.g.In, sum(j.g.Outs))
+		if j.exact {
+			j.bf16 = recycled.takeBF16(n)
+		} else {
+			j.f32 = recycled.takeF32(n)
+		}
+	}
+	recycled.drop()
+	parallel.For(len(groups), 1, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			j := jobs[i]
+			p := &packed{in: j.g.In, out: sum(j.g.Outs)}
+			switch {
+			case j.half:
+				p.p = gemm.PackBBF16(j.bf16, true, p.in, p.out, concat(j.g.Weights, bf), p.in)
+			case j.exact:
+				p.p = gemm.PackBNarrow(j.bf16, true, p.in, p.out, concat(j.g.Weights, h), p.in)
+			default:
+				p.p = gemm.PackBInto(j.f32, true, p.in, p.out, concat(j.g.Weights, h), p.in)
 			}
 			out[i] = p
 		}
@@ -361,8 +394,94 @@ func (*Backend) PackLinear(groups []backend.LinearGroup) ([]backend.Buffer, erro
 	return out, nil
 }
 
+// exactAll reports whether every value of the float32 buffers is
+// bf16-exact.
+func exactAll(bufs []backend.Buffer) bool {
+	for _, b := range bufs {
+		if !gemm.ExactBF16(h(b)) {
+			return false
+		}
+	}
+	return true
+}
+
+func sum(x []int) int {
+	s := 0
+	for _, v := range x {
+		s += v
+	}
+	return s
+}
+
+// recycled holds the panel memory of the packed weights that Free
+// released, by length, until the next PackLinear takes what it needs of
+// it and drops the rest: a rollout makes a decoder, and packs every
+// weight, at each training step, and first touches of fresh memory cost
+// more than the packing (on this project's VMs ~10 s per GB: pages
+// faulted in one by one), while the panels of the last decoder, of the
+// same sizes, sit unused. Keeping only one decoder's worth, only until
+// the next packing, bounds what it holds.
+var recycled recycler
+
+type recycler struct {
+	sync.Mutex
+	f32  map[int][][]float32
+	bf16 map[int][][]uint16
+}
+
+// put keeps p's panels for reuse; p must not be used afterwards.
+func (r *recycler) put(p *gemm.PackedB) {
+	r.Lock()
+	defer r.Unlock()
+	d, d16 := p.Panels()
+	switch {
+	case d != nil:
+		if r.f32 == nil {
+			r.f32 = map[int][][]float32{}
+		}
+		r.f32[len(d)] = append(r.f32[len(d)], d)
+	case d16 != nil:
+		if r.bf16 == nil {
+			r.bf16 = map[int][][]uint16{}
+		}
+		r.bf16[len(d16)] = append(r.bf16[len(d16)], d16)
+	}
+}
+
+// takeF32 returns kept panels of n float32s, or nil.
+func (r *recycler) takeF32(n int) []float32 {
+	r.Lock()
+	defer r.Unlock()
+	return take(r.f32, n)
+}
+
+// takeBF16 returns kept panels of n bf16 values, or nil.
+func (r *recycler) takeBF16(n int) []uint16 {
+	r.Lock()
+	defer r.Unlock()
+	return take(r.bf16, n)
+}
+
+func take[T any](m map[int][][]T, n int) []T {
+	l := m[n]
+	if len(l) == 0 {
+		return nil
+	}
+	x := l[len(l)-1]
+	m[n] = l[:len(l)-1]
+	return x
+}
+
+// drop forgets what is kept (the garbage collector frees it).
+func (r *recycler) drop() {
+	r.Lock()
+	defer r.Unlock()
+	r.f32, r.bf16 = nil, nil
+}
+
 // concat returns the values of bufs one after another: the one buffer's
-// own slice, or a new one.
+// own slice, or a new one (a fused group whose weights are not one view:
+// adapters folded into some of them).
 func concat[T float32 | uint16](bufs []backend.Buffer, get func(backend.Buffer) []T) []T {
 	if len(bufs) == 1 {
 		return get(bufs[0])

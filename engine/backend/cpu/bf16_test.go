@@ -77,3 +77,49 @@ func TestPackLinearBF16(t *testing.T) {
 		}
 	}
 }
+
+// TestPackLinearReusesFreedPanels: the panels of freed packed weights are
+// packed into again (same sizes) and give the products of the new
+// weights; what the next PackLinear does not take is dropped.
+func TestPackLinearReusesFreedPanels(t *testing.T) {
+	b := New()
+	r := rand.New(rand.NewPCG(5, 6))
+	group := func(exact bool) []backend.LinearGroup {
+		w := make([]float32, 48*40)
+		for i := range w {
+			w[i] = float32(r.NormFloat64())
+			if exact {
+				w[i] = backend.RoundBF16(w[i])
+			}
+		}
+		return []backend.LinearGroup{{Weights: []backend.Buffer{Host(w)}, Outs: []int{48}, In: 40}}
+	}
+	for _, exact := range []bool{false, true} {
+		first, _ := b.PackLinear(group(exact))
+		d, d16 := first[0].(*packed).p.Panels()
+		b.Free(first[0])
+		g := group(exact)
+		second, _ := b.PackLinear(g)
+		e, e16 := second[0].(*packed).p.Panels()
+		if exact && &e16[0] != &d16[0] || !exact && &e[0] != &d[0] {
+			t.Fatalf("exact %v: the freed panels were not reused", exact)
+		}
+		x := Host(make([]float32, 16*40))
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		got, want := make([]float32, 16*48), make([]float32, 16*48)
+		b.PackedLinear(Host(got), x, second[0], 16)
+		b.Gemm(false, true, 16, 48, 40, 1, x, 40, g[0].Weights[0], 40, 0, Host(want), 48)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("exact %v: out[%d] = %v, want %v", exact, i, got[i], want[i])
+			}
+		}
+		b.Free(second[0])
+		b.PackLinear(nil)
+		if recycled.f32 != nil || recycled.bf16 != nil {
+			t.Fatal("PackLinear kept the panels it did not take")
+		}
+	}
+}

@@ -21,12 +21,17 @@ import (
 // bf16 widens one bfloat16 value to float32 (exact).
 func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
-// narrow returns the top 16 bits of a float32: its bfloat16 value when
-// the float is bf16-exact (ExactBF16), a truncation otherwise.
-func narrow(f float32) uint16 { return uint16(math.Float32bits(f) >> 16) }
+// narrow sets dst[i] to the top 16 bits of src[i]: its bfloat16 value
+// when the float is bf16-exact (ExactBF16), a truncation otherwise.
+func narrow(dst []uint16, src []float32) {
+	src = src[:len(dst)]
+	for i, f := range src {
+		dst[i] = uint16(math.Float32bits(f) >> 16)
+	}
+}
 
-// keep16 is the identity on bf16 values (packing bf16 panels from bf16).
-func keep16(h uint16) uint16 { return h }
+// keep16 copies bf16 values (packing bf16 panels from bf16).
+func keep16(dst, src []uint16) { copy(dst, src) }
 
 // widen sets dst[i] to src[i] widened, for i < len(dst).
 func widen(dst []float32, src []uint16) {
@@ -68,25 +73,25 @@ func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda 
 	g.parallel(parChunkFlops)
 }
 
-// PackBBF16 is PackB for a B stored in bfloat16: op(B) packed once, its
-// panels kept in bf16 (half the bytes of PackB's), for SgemmPacked. It
-// keeps a reference to b, which the products of at most dotMaxRows rows
-// read in place.
-func PackBBF16(transB bool, k, n int, b []uint16, ldb int) *PackedB {
+// PackBBF16 is PackBInto for a B stored in bfloat16: op(B) packed once,
+// its panels kept in bf16 (half the bytes of PackB's), for SgemmPacked, in
+// dst's memory when it holds PanelsLen(k, n) values. It keeps a reference
+// to b, which the products of at most dotMaxRows rows read in place.
+func PackBBF16(dst []uint16, transB bool, k, n int, b []uint16, ldb int) *PackedB {
 	p := newPackedB(transB, k, n, len(b), ldb)
 	p.b16 = b
-	p.data16 = p.pack16(func(dst []uint16, p0, kc, j0, nc int) {
+	p.data16 = p.pack16(dst, func(dst []uint16, p0, kc, j0, nc int) {
 		packPanels(dst, b, ldb, transB, p0, kc, j0, nc, keep16)
 	})
 	return p
 }
 
-// PackBNarrow is PackB with the panels kept in bfloat16: every value of
-// the stored B must be bf16-exact (ExactBF16; it panics otherwise), so
+// PackBNarrow is PackBInto with the panels kept in bfloat16: every value
+// of the stored B must be bf16-exact (ExactBF16; it panics otherwise), so
 // the panels hold the same values in half the bytes and SgemmPacked gives
 // the bits of PackB's. The products of at most dotMaxRows rows read the
 // float32 b in place, as PackB's do.
-func PackBNarrow(transB bool, k, n int, b []float32, ldb int) *PackedB {
+func PackBNarrow(dst []uint16, transB bool, k, n int, b []float32, ldb int) *PackedB {
 	p := newPackedB(transB, k, n, len(b), ldb)
 	br, bc := k, n
 	if transB {
@@ -98,20 +103,24 @@ func PackBNarrow(transB bool, k, n int, b []float32, ldb int) *PackedB {
 		}
 	}
 	p.b = b
-	p.data16 = p.pack16(func(dst []uint16, p0, kc, j0, nc int) {
+	p.data16 = p.pack16(dst, func(dst []uint16, p0, kc, j0, nc int) {
 		packPanels(dst, b, ldb, transB, p0, kc, j0, nc, narrow)
 	})
 	return p
 }
 
 // pack16 packs all of op(B) into bf16 panels, laid out as prepackB lays
-// out float32 ones, block by block with pack.
-func (p *PackedB) pack16(pack func(dst []uint16, p0, kc, j0, nc int)) []uint16 {
+// out float32 ones, block by block with pack, into dst when it holds them.
+func (p *PackedB) pack16(dst []uint16, pack func(dst []uint16, p0, kc, j0, nc int)) []uint16 {
 	if p.n == 0 || p.k == 0 {
 		return nil
 	}
 	npad := roundUp(p.n, nr)
-	data := make([]uint16, npad*p.k)
+	data := dst[:0]
+	if cap(dst) < npad*p.k {
+		data = make([]uint16, npad*p.k)
+	}
+	data = data[:npad*p.k]
 	kb := kBlock(p.k)
 	panels := npad / nr
 	grain := panels

@@ -12,10 +12,8 @@ import (
 // the float32s they widen to.
 func toBF16(x []float32) ([]uint16, []float32) {
 	h, w := make([]uint16, len(x)), make([]float32, len(x))
-	for i, v := range x {
-		h[i] = narrow(v)
-		w[i] = bf16(h[i])
-	}
+	narrow(h, x)
+	widen(w, h)
 	return h, w
 }
 
@@ -76,7 +74,7 @@ func TestPackedBF16MatchesSgemm(t *testing.T) {
 				b16, bw := toBF16(g.b)
 				g.b = bw
 				want := g.run(Sgemm)
-				for _, p := range []*PackedB{PackBBF16(transB, g.k, g.n, b16, g.ldb), PackBNarrow(transB, g.k, g.n, bw, g.ldb)} {
+				for _, p := range []*PackedB{PackBBF16(nil, transB, g.k, g.n, b16, g.ldb), PackBNarrow(nil, transB, g.k, g.n, bw, g.ldb)} {
 					if g.n > 0 && !p.BF16() {
 						t.Fatal("bf16 PackedB without bf16 panels")
 					}
@@ -96,11 +94,40 @@ func TestPackBNarrowRefusesInexact(t *testing.T) {
 		}
 	}()
 	b := []float32{1, 2, 3, 4, 5, 6.1}
-	PackBNarrow(true, 3, 2, b, 3)
+	PackBNarrow(nil, true, 3, 2, b, 3)
 }
 
 func TestExactBF16(t *testing.T) {
 	if !ExactBF16([]float32{0, 1, -2.5, float32(math.Inf(1))}) || ExactBF16([]float32{1, 0.1}) {
 		t.Fatal("ExactBF16 is wrong")
 	}
+}
+
+// TestPackIntoReusedMemory: packing into the dirty panels of an earlier
+// PackedB (PackBInto, PackBBF16, PackBNarrow) overwrites all of them: the
+// products equal those of fresh packs, padding of a last partial panel
+// included.
+func TestPackIntoReusedMemory(t *testing.T) {
+	kernels(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(25, 26))
+		for _, s := range [][3]int{{16, 37, 40}, {2, 37, 40}, {7, 100, 300}} {
+			g := newCase(r, false, true, s[0], s[1], s[2], 1, 0, 0)
+			b16, bw := toBF16(g.b)
+			g.b = bw
+			want := g.run(Sgemm)
+			f32 := make([]float32, PanelsLen(g.k, g.n))
+			h16 := make([]uint16, PanelsLen(g.k, g.n))
+			for i := range f32 {
+				f32[i], h16[i] = float32(math.NaN()), 0x7fc1
+			}
+			for _, p := range []*PackedB{PackBInto(f32, true, g.k, g.n, bw, g.ldb), PackBBF16(h16, true, g.k, g.n, b16, g.ldb), PackBNarrow(h16, true, g.k, g.n, bw, g.ldb)} {
+				if d, d16 := p.Panels(); len(d) > 0 && &d[0] != &f32[0] || len(d16) > 0 && &d16[0] != &h16[0] {
+					t.Fatal("packed into new memory, not the memory given")
+				}
+				got := append([]float32(nil), g.c...)
+				SgemmPacked(g.m, g.alpha, g.a, g.lda, p, g.beta, got, g.ldc)
+				sameBits(t, g.String(), got, want)
+			}
+		}
+	})
 }

@@ -40,10 +40,19 @@ func newPackedB(transB bool, k, n, lenB, ldb int) *PackedB {
 // PackB packs op(B) (k×n; B stored k×n, or n×k when transB) for
 // SgemmPacked. It keeps a reference to b. Bad sizes panic as in Sgemm.
 func PackB(transB bool, k, n int, b []float32, ldb int) *PackedB {
+	return PackBInto(nil, transB, k, n, b, ldb)
+}
+
+// PackBInto is PackB packing into dst's memory when it holds PanelsLen(k,
+// n) values, else into new memory: a decoder made for every rollout packs
+// its weights where the last one did, instead of touching gigabytes of
+// new pages (first touches of fresh memory cost as much as the packing
+// itself, and 20× more in some VMs).
+func PackBInto(dst []float32, transB bool, k, n int, b []float32, ldb int) *PackedB {
 	p := newPackedB(transB, k, n, len(b), ldb)
 	p.b = b
 	g := &problem{transB: transB, n: n, k: k, b: b, ldb: ldb}
-	ws := &workspace{}
+	ws := &workspace{b: dst}
 	if n > 0 && k > 0 {
 		g.prepackB(ws)
 	}
@@ -51,8 +60,15 @@ func PackB(transB bool, k, n int, b []float32, ldb int) *PackedB {
 	return p
 }
 
+// PanelsLen is the values of the panels of a packed k×n op(B).
+func PanelsLen(k, n int) int { return roundUp(n, nr) * k }
+
 // BF16 reports whether the panels are bfloat16.
 func (p *PackedB) BF16() bool { return p.data16 != nil }
+
+// Panels returns the memory of the panels (one of the two is set), for
+// PackBInto, PackBBF16 or PackBNarrow to reuse once p is no longer used.
+func (p *PackedB) Panels() ([]float32, []uint16) { return p.data, p.data16 }
 
 // SgemmPacked is Sgemm with op(B) taken from p: C = alpha·op(A)·op(B) +
 // beta·C, A stored m×k (not transposed). It gives bit-identical results to
