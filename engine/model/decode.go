@@ -26,7 +26,10 @@ import (
 // that is a backend.Packer (the CPU), run on weights packed once when the
 // Decoder is made (a decoding step multiplies only a few rows by each
 // weight, so packing them at every step cost as much as the products).
-// A Decoder therefore keeps using the parameters the Model had when
+// On the CPU the packed weights are bf16 — half the bytes a step reads —
+// wherever every value is one (a model loaded from bf16 safetensors, its
+// frozen base under adapters, a model at BF16 precision), with the same
+// products (decision 44). A Decoder therefore keeps using the parameters the Model had when
 // NewDecoder ran: make a new one after the parameters change (a rollout
 // makes one per call), and Close it when done. Not safe for concurrent
 // use.

@@ -145,3 +145,41 @@ func BenchmarkPackWeights(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkKernelRows compares the in-place kernels (6 rows, the widest
+// this machine has) on float32 and bf16 panels resident in L1 (kc =
+// kcMax): the cost of widening B in registers when nothing waits on
+// memory, as in a prefill's products of many rows.
+func BenchmarkKernelRows(b *testing.B) {
+	if !useAsm {
+		b.Skip("no assembly kernel")
+	}
+	span := nr
+	if useWide {
+		span = 2 * nr
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	a, c := randMatrix(r, mr*kcMax), make([]float32, mr*span)
+	b16, bp := toBF16(randMatrix(r, span*kcMax))
+	flop := 2 * mr * float64(span) * kcMax
+	b.Run("f32", func(b *testing.B) {
+		for b.Loop() {
+			if useWide {
+				kernelRowsWide(mr, kcMax, a, kcMax, bp, c, span, 1, 1)
+			} else {
+				kernelRows(mr, kcMax, a, kcMax, bp, c, span, 1, 1, false)
+			}
+		}
+		b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+	b.Run("bf16", func(b *testing.B) {
+		for b.Loop() {
+			if useWide {
+				kernelRowsWideBF16(mr, kcMax, a, kcMax, b16, c, span, 1, 1)
+			} else {
+				kernelRowsBF16(mr, kcMax, a, kcMax, b16, c, span, 1, 1, false)
+			}
+		}
+		b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+}

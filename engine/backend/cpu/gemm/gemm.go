@@ -298,9 +298,13 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 				beta = 1 // later k blocks accumulate onto the first
 			}
 			bp, bp16 := g.panelsB(ws, pc, kc, j0+jc, nc)
-			if bp16 != nil && !rows {
-				// Only the in-place kernels read bf16 panels: widen the
-				// block for the others (exact, so the same products).
+			if bp16 != nil && (!rows || m > streamRows) {
+				// Only the in-place kernels read bf16 panels, and widening
+				// in registers pays only while the panels stream from
+				// memory for a few tiles (a decoding step): for the other
+				// kernels, and for many rows (a prefill), where a panel
+				// serves many tiles from the caches, widen the block once
+				// (exact, so the same products).
 				ws.wide = grow(ws.wide, len(bp16))
 				widen(ws.wide, bp16)
 				bp, bp16 = ws.wide, nil
