@@ -34,6 +34,7 @@ import (
 // The decode rows run two decoders in turn, the second (suffix _2nd)
 // packing into the first's freed panels as a training run's later rollouts
 // do, and also report cpu_s, the process's CPU seconds over each.
+//
 //	step     forward + backward over the 2 × 96 tokens with a policy-gradient
 //	         surrogate on the 32 response tokens, then an AdamW update
 //	lora     the same step training rank-16 LoRA adapters on every linear
