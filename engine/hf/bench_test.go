@@ -30,17 +30,16 @@ import (
 //	decode-bf16  the same after rounding every parameter to bf16, which is
 //	         what Load makes of a bf16 checkpoint (Qwen2.5's are): the
 //	         decoder keeps its weights as bf16 panels (decision 44)
-//
-// The decode rows run two decoders in turn, the second (suffix _2nd)
-// packing into the first's freed panels as a training run's later rollouts
-// do, and also report cpu_s, the process's CPU seconds over each.
-//
 //	step     forward + backward over the 2 × 96 tokens with a policy-gradient
 //	         surrogate on the 32 response tokens, then an AdamW update
 //	lora     the same step training rank-16 LoRA adapters on every linear
 //	         layer of the frozen model (model.WithLoRA)
 //	lora-long  the LoRA step over 4 × 512 tokens with activation
 //	         recomputation (SetRecompute), RAGEN-sized
+//
+// The decode rows run two decoders in turn, the second (suffix _2nd)
+// packing into the first's freed panels as a training run's later rollouts
+// do, and also report cpu_s, the process's CPU seconds over each.
 //
 // Peak memory is the process's: run one sub-benchmark after load at a
 // time to compare them (-bench 'Qwen05B/(load|lora)$').
