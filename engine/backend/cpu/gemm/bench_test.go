@@ -183,3 +183,35 @@ func BenchmarkKernelRows(b *testing.B) {
 		b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
 }
+
+// BenchmarkSgemmBF16 is BenchmarkSgemm's first shapes with bf16 operands
+// (SgemmBF16, the CPU's GemmBF16 at precision bf16), next to Sgemm on the
+// widened values: the cost of widening as the operands are packed.
+func BenchmarkSgemmBF16(b *testing.B) {
+	for _, layout := range []string{"NN", "NT", "TN"} {
+		for _, s := range benchShapes[:4] {
+			m, n, k := s[0], s[1], s[2]
+			transA, transB := layout == "TN", layout == "NT"
+			g := newCase(rand.New(rand.NewPCG(1, 1)), transA, transB, m, n, k, 1, 0, 0)
+			a16, aw := toBF16(g.a)
+			b16, bw := toBF16(g.b)
+			flop := 2 * float64(m) * float64(n) * float64(k)
+			for _, half := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%dx%dx%d/f32", layout, m, n, k)
+				if half {
+					name = name[:len(name)-3] + "bf16"
+				}
+				b.Run(name, func(b *testing.B) {
+					for b.Loop() {
+						if half {
+							SgemmBF16(transA, transB, m, n, k, 1, a16, g.lda, b16, g.ldb, 0, g.c, g.ldc)
+						} else {
+							Sgemm(transA, transB, m, n, k, 1, aw, g.lda, bw, g.ldb, 0, g.c, g.ldc)
+						}
+					}
+					b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package gemm
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/ragen-go/ragen/engine/parallel"
 )
@@ -55,14 +56,32 @@ func ExactBF16(x []float32) bool {
 
 // SgemmBF16 is Sgemm with A and B stored as bfloat16 (the bits of each
 // value's float32 top half): C = alpha·op(A)·op(B) + beta·C in float32,
-// bit for bit Sgemm on the widened operands. The packers widen A and B
-// into the float32 panels the kernels read (so A is packed where Sgemm
-// would read it in place: the same FMAs, decision 30), and the few-row
-// A·Bᵀ products widen B's rows in dot4BF16's registers.
+// bit for bit Sgemm on the widened operands. A (in a transformer's
+// products the activations or gradients, the smaller operand) is widened
+// whole into scratch first, so every path of Sgemm reads it as it reads a
+// float32 A (in place, or packed by the assembly packers); B (the
+// weights) is widened as it is packed, and the few-row A·Bᵀ products
+// widen its rows in dot4BF16's registers.
 func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
 	checkProblem(transA, transB, m, n, k, len(a), lda, len(b), ldb, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	na := 0
+	if ar > 0 && ac > 0 {
+		na = (ar-1)*lda + ac
+	}
+	buf := wideA.Get().(*[]float32)
+	defer wideA.Put(buf)
+	*buf = grow(*buf, na)
+	aw := *buf
+	parallel.For(na, 1<<16, func(_, lo, hi int) { widen(aw[lo:hi], a[lo:hi]) })
 	g := &problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
-		a16: a, b16: b, c: c, lda: lda, ldb: ldb, ldc: ldc}
+		a: aw, b16: b, c: c, lda: lda, ldb: ldb, ldc: ldc}
 	if g.trivial() {
 		return
 	}
@@ -72,6 +91,9 @@ func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda 
 	}
 	g.parallel(parChunkFlops)
 }
+
+// wideA holds SgemmBF16's scratch for the widened A.
+var wideA = sync.Pool{New: func() any { return new([]float32) }}
 
 // PackBBF16 is PackBInto for a B stored in bfloat16: op(B) packed once,
 // its panels kept in bf16 (half the bytes of PackB's), for SgemmPacked, in

@@ -61,8 +61,9 @@
 // bf16 twins (kernelAVX2BF16Rows…, kernelAVX512BF16Rows…) widen each B
 // vector in registers (VPMOVZXWD, VPSLLD 16) before the same FMAs; dot4BF16
 // does the same for the few-row path, and where A is packed the panels are
-// widened into the workspace first. SgemmBF16 (bf16 A and B, the CPU's
-// GemmBF16) widens both operands as it packs them. Each gives the bits of
+// widened into the workspace first (and for more than streamRows rows,
+// where a block serves many tiles). SgemmBF16 (bf16 A and B, the CPU's
+// GemmBF16) widens A whole into scratch and B as it packs it. Each gives the bits of
 // the float32 product of the widened values (bf16_test.go), so bf16
 // storage changes memory and speed, never the numbers (decision 44).
 //

@@ -93,10 +93,10 @@ type problem struct {
 	a, b, c        []float32
 	lda, ldb, ldc  int
 
-	// a16 and b16, when set (SgemmBF16), are the stored A and B in
-	// bfloat16 instead of a and b: the packers widen them, and A is then
-	// always packed (the in-place kernels read float32 rows).
-	a16, b16 []uint16
+	// b16, when set (SgemmBF16, a bf16 PackedB), is the stored B in
+	// bfloat16 instead of b: the packer widens it, and the few-row
+	// products read its rows through dot4BF16.
+	b16 []uint16
 
 	// bPacked, when set, is all of op(B) packed (prepackB): the k block at
 	// pc starts at pc·roundUp(n, nr), column panels in order within it.
@@ -284,10 +284,10 @@ func kBlock(k int) int {
 // (attention's A·V, n = head size) or m is (a decoding step).
 func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 	if g.dots() {
-		g.tileDots(i0, m, j0, n, ws)
+		g.tileDots(i0, m, j0, n)
 		return
 	}
-	rows := useAsm && !g.transA && !crowdedRows(g.lda) && g.a16 == nil
+	rows := useAsm && !g.transA && !crowdedRows(g.lda)
 	kb := kBlock(g.k)
 	for jc := 0; jc < n; jc += ncMax {
 		nc := min(ncMax, n-jc)
@@ -333,23 +333,14 @@ func (g *problem) dots() bool {
 // of A with rows of B (op(B) = Bᵀ), four rows of B at a time so each row of
 // A is read once per four outputs. j0 is a multiple of nr, so the groups of
 // four, and the scalar remainder past the last whole group, fall on the
-// same columns whatever the block. Rows stored in bf16 are widened (A's
-// into ws, B's in dot4BF16's registers): the same sums of the same values.
-func (g *problem) tileDots(i0, m, j0, n int, ws *workspace) {
+// same columns whatever the block. Rows of B stored in bf16 are widened
+// in dot4BF16's registers: the same sums of the same values.
+func (g *problem) tileDots(i0, m, j0, n int) {
 	k16 := g.k / 16 * 16
-	// row returns row i of A in float32.
-	row := func(i int) []float32 { return g.a[i*g.lda : i*g.lda+g.k] }
-	if g.a16 != nil {
-		ws.wide = grow(ws.wide, m*g.k)
-		for i := 0; i < m; i++ {
-			widen(ws.wide[i*g.k:(i+1)*g.k], g.a16[(i0+i)*g.lda:(i0+i)*g.lda+g.k])
-		}
-		row = func(i int) []float32 { return ws.wide[(i-i0)*g.k : (i-i0+1)*g.k] }
-	}
 	for j := j0; j < j0+n; j += 4 {
 		w := min(4, j0+n-j)
 		for i := i0; i < i0+m; i++ {
-			arow := row(i)
+			arow := g.a[i*g.lda : i*g.lda+g.k]
 			var s [4]float32
 			from := 0 // the k steps dot4 did
 			if w == 4 && k16 > 0 {
@@ -493,7 +484,7 @@ func (g *problem) microTile(ws *workspace, ap, bp []float32, bp16 []uint16, i0, 
 // every collection.
 type workspace struct {
 	a, b []float32
-	wide []float32            // bf16 operands widened (see tile, tileDots)
+	wide []float32            // bf16 panels widened (see tile)
 	edge [mr * 2 * nr]float32 // one tile, nr or 2·nr wide
 }
 

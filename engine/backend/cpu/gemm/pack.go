@@ -25,23 +25,6 @@ func (w *workspace) packA(g *problem, i0, mc, p0, kc int) []float32 {
 			clear(pan)
 		}
 		row0 := i0 + q*mr
-		if g.a16 != nil {
-			// bf16 A (SgemmBF16): widened as it is packed.
-			if g.transA {
-				// op(A)[i][p] = a[p·lda + i]: h consecutive values per p.
-				for p := 0; p < kc; p++ {
-					widen(pan[p*mr:p*mr+h], g.a16[(p0+p)*lda+row0:])
-				}
-				continue
-			}
-			for r := 0; r < h; r++ {
-				src := g.a16[(row0+r)*lda+p0 : (row0+r)*lda+p0+kc]
-				for p, v := range src {
-					pan[p*mr+r] = bf16(v)
-				}
-			}
-			continue
-		}
 		if g.transA {
 			// op(A)[i][p] = a[p·lda + i]: mr consecutive values per p,
 			// moved by hand (a copy call per 24 bytes costs more).
