@@ -73,10 +73,13 @@
 // Activations are stored in float32 between ops, and everything but the
 // products stays float32: embedding, RMSNorm, RoPE, attention (its q·kᵀ
 // and p·v products included), SwiGLU, log-softmax, AdamW, norms and
-// sampling. The CPU backend stores a bf16 buffer as float32 values that
-// are exactly bf16 (cpu.HostBF16) and runs its float32 GEMM on them,
-// which is a bf16-input, float32-accumulate product (products of bf16
-// values are exact in float32). On CUDA, bf16 buffers are bf16 device
+// sampling. The CPU backend stores a bf16 buffer in two bytes a value
+// (cpu.HostBF16) and widens the values to float32 as its GEMM reads them,
+// which is exact, so its products are bf16-input, float32-accumulate ones
+// with the bits of its float32 GEMM on the widened values (products of
+// bf16 values are exact in float32). A Packer may keep packed weights as
+// bf16 when every value is one, also of float32 weights, as the CPU does
+// (decision 44). On CUDA, bf16 buffers are bf16 device
 // arrays (2 bytes a value), f32_to_bf16 rounds, and GemmBF16 is
 // cublasGemmEx with CUDA_R_16BF inputs, a CUDA_R_32F output and
 // CUBLAS_COMPUTE_32F.

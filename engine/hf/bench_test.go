@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragen-go/ragen/engine/backend"
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/optim"
 	"github.com/ragen-go/ragen/engine/sample"
@@ -22,12 +23,23 @@ import (
 //
 //	load     Save it as a Hugging Face directory (F32, 2 GB) and Load it back
 //	rollout  2 sequences: a 64-token prompt each, 32 sampled tokens
+//	decode   16 sequences: a 128-token prompt each, 128 sampled tokens (the
+//	         workload of `ragen bench`'s decode row): the decoder's creation
+//	         (packing the weights), the prefill and the 127 one-token steps
+//	         timed apart; tok/s counts the 2048 sampled tokens over all three
+//	decode-bf16  the same after rounding every parameter to bf16, which is
+//	         what Load makes of a bf16 checkpoint (Qwen2.5's are): the
+//	         decoder keeps its weights as bf16 panels (decision 44)
 //	step     forward + backward over the 2 × 96 tokens with a policy-gradient
 //	         surrogate on the 32 response tokens, then an AdamW update
 //	lora     the same step training rank-16 LoRA adapters on every linear
 //	         layer of the frozen model (model.WithLoRA)
 //	lora-long  the LoRA step over 4 × 512 tokens with activation
 //	         recomputation (SetRecompute), RAGEN-sized
+//
+// The decode rows run two decoders in turn, the second (suffix _2nd)
+// packing into the first's freed panels as a training run's later rollouts
+// do, and also report cpu_s, the process's CPU seconds over each.
 //
 // Peak memory is the process's: run one sub-benchmark after load at a
 // time to compare them (-bench 'Qwen05B/(load|lora)$').
@@ -149,6 +161,73 @@ func BenchmarkQwen05B(b *testing.B) {
 		}
 		reportMemory(b)
 	})
+	// decodeOnce makes a decoder, prefills 16 prompts of 128 tokens and
+	// samples 128 tokens each, and reports its phases under the names
+	// given the suffix.
+	decodeOnce := func(b *testing.B, suffix string) {
+		const B, prompt, gen = 16, 128, 128
+		rng := rand.New(rand.NewPCG(9, 9))
+		cpu0 := cpuTime()
+		start := time.Now()
+		d, err := m.NewDecoder()
+		if err != nil {
+			b.Fatal(err)
+		}
+		pack := time.Since(start)
+		ids, prompts := make([]int, B), make([][]int, B)
+		reqs := make([]model.Request, B)
+		for s := range ids {
+			ids[s] = s
+			for range prompt {
+				prompts[s] = append(prompts[s], rng.IntN(c.VocabSize))
+			}
+			reqs[s] = model.Request{ID: s, RNG: sample.NewRNG(uint64(s))}
+		}
+		t := time.Now()
+		logits, err := d.Append(ids, prompts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var smp sample.Sampler
+		for s := range reqs { // the first token, as Generate samples it
+			reqs[s].Prompt = []int{smp.Sample(logits[s*c.VocabSize:(s+1)*c.VocabSize], sample.Options{Temperature: 1}, reqs[s].RNG)}
+		}
+		prefill := time.Since(t)
+		t = time.Now()
+		out, err := d.Generate(reqs, model.GenerateOptions{Sample: sample.Options{Temperature: 1}, MaxNew: gen - 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		steps := time.Since(t)
+		n := B
+		for _, o := range out {
+			n += len(o)
+		}
+		d.Close()
+		total := time.Since(start).Seconds()
+		b.ReportMetric(pack.Seconds(), "pack_s"+suffix)
+		b.ReportMetric(prefill.Seconds(), "prefill_s"+suffix)
+		b.ReportMetric(steps.Seconds()/(gen-1)*1e3, "ms/step"+suffix)
+		b.ReportMetric(float64(n)/total, "tok/s"+suffix)
+		b.ReportMetric(cpuTime()-cpu0, "cpu_s"+suffix)
+	}
+	// decode runs two decoders one after the other: the first packs its
+	// weights into fresh memory, the second into the first's freed panels,
+	// as the rollouts of a training run after the first do.
+	decode := func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			decodeOnce(b, "")
+			decodeOnce(b, "_2nd")
+		}
+		reportMemory(b)
+	}
+	b.Run("decode", decode)
+	b.Run("decode-bf16", func(b *testing.B) {
+		for i, v := range m.Params.Data {
+			m.Params.Data[i] = backend.RoundBF16(v)
+		}
+		decode(b)
+	})
 	loraStep := func(b *testing.B, B, T int, recompute bool) {
 		a, err := m.WithLoRA(model.LoRA{Rank: 16, Alpha: 32, Targets: []string{"all-linear"}}, false, 1)
 		if err != nil {
@@ -191,6 +270,17 @@ func BenchmarkQwen05B(b *testing.B) {
 	}
 	b.Run("lora", func(b *testing.B) { loraStep(b, B, prompt+gen, false) })
 	b.Run("lora-long", func(b *testing.B) { loraStep(b, 4, 512, true) })
+}
+
+// cpuTime is the process's user + system CPU time in seconds: on a machine
+// shared with other jobs it says what the work cost when the wall clock
+// says mostly how long it waited for a core.
+func cpuTime() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // reportMemory reports the process's peak resident set and the Go heap in

@@ -26,7 +26,10 @@ import (
 // that is a backend.Packer (the CPU), run on weights packed once when the
 // Decoder is made (a decoding step multiplies only a few rows by each
 // weight, so packing them at every step cost as much as the products).
-// A Decoder therefore keeps using the parameters the Model had when
+// On the CPU the packed weights are bf16 — half the bytes a step reads —
+// wherever every value is one (a model loaded from bf16 safetensors, its
+// frozen base under adapters, a model at BF16 precision), with the same
+// products (decision 44). A Decoder therefore keeps using the parameters the Model had when
 // NewDecoder ran: make a new one after the parameters change (a rollout
 // makes one per call), and Close it when done. Not safe for concurrent
 // use.
@@ -104,6 +107,10 @@ func (m *Model) NewDecoder() (*Decoder, error) {
 		dl.qkv = product{weights: []backend.Buffer{wt(modQ), wt(modK), wt(modV)}, outs: []int{C, KV, KV}, in: dm}
 		dl.o = product{weights: []backend.Buffer{wt(modO)}, outs: []int{dm}, in: C}
 		dl.gateUp = product{weights: []backend.Buffer{wt(modGate), wt(modUp)}, outs: []int{I, I}, in: dm}
+		if _, ok := b.(backend.Packer); ok {
+			d.fuse(&dl.qkv, l, mm.qkv, modQ, modK, modV)
+			d.fuse(&dl.gateUp, l, mm.gateUp, modGate, modUp)
+		}
 		dl.down = product{weights: []backend.Buffer{wt(modDown)}, outs: []int{dm}, in: I}
 		if err != nil {
 			d.Close()
@@ -171,6 +178,29 @@ func (d *Decoder) fold(l int, mod module, mat, w32 backend.Buffer) (backend.Buff
 	}
 	d.merged = append(d.merged, w)
 	return w, nil
+}
+
+// fuse makes p, the product of modules mods of layer l, read their weights
+// as the one view whole (the weights stored back to back, see
+// layerWeights.qkv) when no adapter is folded into them: a Packer then
+// packs the group without first concatenating the weights into a copy
+// that its products of a few rows would keep reading (a second copy of
+// two thirds of a block's weights). The matrix is the same, so are the
+// products.
+func (d *Decoder) fuse(p *product, l int, whole backend.Buffer, mods ...module) {
+	if whole == nil {
+		return
+	}
+	for _, mod := range mods {
+		if d.m.adapterAt(l, mod) != nil {
+			return
+		}
+	}
+	n := 0
+	for _, o := range p.outs {
+		n += o
+	}
+	p.weights, p.outs = []backend.Buffer{whole}, []int{n}
 }
 
 // free releases buffers of the decoder's backend.

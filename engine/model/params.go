@@ -156,6 +156,11 @@ type layerWeights struct {
 	postNorm   backend.Buffer // [d]
 	gate, up   backend.Buffer // [I, d]
 	down       backend.Buffer // [d, I]
+	// qkv and gateUp are q|k|v ([nH·hd + 2·nKV·hd, d]) and gate|up ([2·I,
+	// d]) as one view where the Layout stores them back to back (their
+	// sizes are multiples of its alignment), nil otherwise: the decoder's
+	// fused products read them without a concatenated copy.
+	qkv, gateUp backend.Buffer
 }
 
 // module returns the weight of module mod.
@@ -213,9 +218,25 @@ func (m *Model) carve(buf backend.Buffer, base *weights) weights {
 	}
 	w := weights{embed: s("model.embed_tokens.weight"), norm: s("model.norm.weight"),
 		valueW: s("value_head.weight"), valueB: s("value_head.bias")}
+	// span is the view from the first named tensor to the end of the last
+	// when they are stored back to back, nil otherwise.
+	span := func(names ...string) backend.Buffer {
+		first, _ := m.Layout.Lookup(names[0])
+		end := first.Offset
+		for _, name := range names {
+			v, ok := m.Layout.Lookup(name)
+			if !ok || v.Offset != end {
+				return nil
+			}
+			end += v.Size
+		}
+		return m.b.Slice(buf, first.Offset, end-first.Offset)
+	}
 	for i := 0; i < c.NumLayers; i++ {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		w.layers = append(w.layers, layerWeights{
+			qkv:    span(p+"self_attn.q_proj.weight", p+"self_attn.k_proj.weight", p+"self_attn.v_proj.weight"),
+			gateUp: span(p+"mlp.gate_proj.weight", p+"mlp.up_proj.weight"),
 			inNorm: s(p + "input_layernorm.weight"),
 			q:      s(p + "self_attn.q_proj.weight"), k: s(p + "self_attn.k_proj.weight"), v: s(p + "self_attn.v_proj.weight"),
 			qb: s(p + "self_attn.q_proj.bias"), kb: s(p + "self_attn.k_proj.bias"), vb: s(p + "self_attn.v_proj.bias"),

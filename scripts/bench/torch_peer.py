@@ -11,6 +11,11 @@ alternate in rounds without paying torch's import each time:
                                       -> {"tok_s": [x], "maxrss_kb": N}
     {"op": "quit"}
 
+--dtype bfloat16 converts the model (weights and rotary tables) and the
+KV caches to bfloat16 before anything runs, for the decode op only (a
+train op is refused): plain PyTorch's bf16 inference, the peer of a
+decoder that keeps bf16 weights (docs/decisions.md, 44).
+
 Thread setting (research/perf.md, section 2): only one of torch's OpenMP
 pool and OpenBLAS's pool may use both cores. The parent sets
 OPENBLAS_NUM_THREADS in our environment; --torch-threads sets torch's.
@@ -140,14 +145,15 @@ def decode(model, a, batch, prompt, new):
     g = torch.Generator().manual_seed(2)
     tokens = torch.randint(0, a.vocab, (batch, prompt), generator=g)
     hd = a.d // a.heads
-    caches = [(torch.empty(batch, a.kv_heads, prompt + new, hd), torch.empty(batch, a.kv_heads, prompt + new, hd))
+    dt = model.embed.weight.dtype
+    caches = [(torch.empty(batch, a.kv_heads, prompt + new, hd, dtype=dt), torch.empty(batch, a.kv_heads, prompt + new, hd, dtype=dt))
               for _ in range(a.layers)]
     t0 = time.perf_counter()
     logits, _ = model(tokens, caches, 0)
-    nxt = torch.multinomial(logits[:, -1].softmax(-1), 1, generator=g)
+    nxt = torch.multinomial(logits[:, -1].float().softmax(-1), 1, generator=g)
     for pos in range(prompt, prompt + new - 1):
         logits, _ = model(nxt, caches, pos)
-        nxt = torch.multinomial(logits[:, -1].softmax(-1), 1, generator=g)
+        nxt = torch.multinomial(logits[:, -1].float().softmax(-1), 1, generator=g)
     return [batch * new / (time.perf_counter() - t0)]
 
 
@@ -164,16 +170,24 @@ def main():
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--seq", type=int, default=256)
     p.add_argument("--torch-threads", type=int, default=1)
+    p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     a = p.parse_args()
     torch.set_num_threads(a.torch_threads)
     torch.manual_seed(0)
     model = Model(a)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    opt = None
+    if a.dtype == "bfloat16":
+        model = model.to(torch.bfloat16)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
     print(json.dumps({"ready": True, "params": sum(p.numel() for p in model.parameters())}), flush=True)
     for line in sys.stdin:
         req = json.loads(line)
         if req["op"] == "quit":
             break
+        if req["op"] == "train" and opt is None:
+            print(json.dumps({"error": "train: the model is bfloat16 (--dtype); train in float32"}), flush=True)
+            continue
         if req["op"] == "train":
             rates = train(model, opt, a, req["steps"])
         elif req["op"] == "decode":

@@ -23,14 +23,15 @@ func (h Host) Len() int { return len(h) }
 // Floats returns the slice itself.
 func (h Host) Floats() []float32 { return h }
 
-// HostBF16 is a bf16 buffer of the CPU backend: float32 values that are
-// each exactly a bfloat16 (backend.RoundBF16's results). Storing them
-// widened costs memory, not accuracy — widening bf16 is exact — and lets
-// the products run the float32 GEMM kernel on them: products of two bf16
-// values are exact in float32 (8+8 significant bits), so that kernel is a
-// bf16-input, float32-accumulate product. A distinct type, so that a
-// float32 buffer passed where a bf16 one belongs fails loudly.
-type HostBF16 []float32
+// HostBF16 is a bf16 buffer of the CPU backend: each value the top 16
+// bits of a float32 (backend.RoundBF16's result), two bytes a value. The
+// products widen them as they read them (gemm.SgemmBF16, bf16 panels of
+// packed weights), which is exact, and products of two bf16 values are
+// exact in float32 (8+8 significant bits), so a product is a bf16-input,
+// float32-accumulate one with the bits of the float32 product of the
+// widened values. A distinct type, so that a float32 buffer passed where
+// a bf16 one belongs fails loudly.
+type HostBF16 []uint16
 
 // Len is the number of bf16 values.
 func (h HostBF16) Len() int { return len(h) }
@@ -51,29 +52,24 @@ func init() {
 // New returns the CPU backend.
 func New() *Backend { return defaultBackend }
 
-// f returns the floats behind a buffer of this backend (float32 or bf16).
-func f(b backend.Buffer) []float32 {
+// h returns the slice of a float32 buffer.
+func h(b backend.Buffer) []float32 {
 	switch x := b.(type) {
 	case nil:
 		return nil
 	case Host:
 		return x
-	case HostBF16:
-		return x
 	}
-	panic(fmt.Sprintf("backend cpu: a %T is not a buffer of this backend", b))
-}
-
-// h returns the slice of a float32 buffer.
-func h(b backend.Buffer) []float32 {
-	if b == nil {
-		return nil
-	}
-	return b.(Host)
+	panic(fmt.Sprintf("backend cpu: a %T where a float32 buffer of this backend belongs", b))
 }
 
 // bf returns the slice of a bf16 buffer.
-func bf(b backend.Buffer) []float32 { return b.(HostBF16) }
+func bf(b backend.Buffer) []uint16 {
+	if x, ok := b.(HostBF16); ok {
+		return x
+	}
+	panic(fmt.Sprintf("backend cpu: a %T where a bf16 buffer of this backend belongs", b))
+}
 
 func (*Backend) Name() string { return "cpu" }
 func (*Backend) Err() error   { return nil }
@@ -90,14 +86,20 @@ func (*Backend) AllocBF16(n int) (backend.Buffer, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("backend cpu: alloc of %d bf16 values", n)
 	}
-	return HostBF16(make([]float32, n)), nil
+	return HostBF16(make([]uint16, n)), nil
 }
 
 // Wrap returns x as a buffer of this backend, without a copy.
 func (*Backend) Wrap(x []float32) backend.Buffer { return Host(x) }
 
-// Free is a no-op: the garbage collector frees host memory.
-func (*Backend) Free(backend.Buffer) {}
+// Free leaves host memory to the garbage collector, except the panels of
+// packed weights, which the next PackLinear reuses (see recycled).
+func (*Backend) Free(b backend.Buffer) {
+	if p, ok := b.(*packed); ok && p.p != nil {
+		recycled.put(p.p)
+		p.p = nil
+	}
+}
 
 func (*Backend) Slice(b backend.Buffer, off, n int) backend.Buffer {
 	if x, ok := b.(HostBF16); ok {
@@ -130,7 +132,7 @@ func (*Backend) Gemm(transA, transB bool, M, N, K int, alpha float32, a backend.
 }
 
 func (*Backend) GemmBF16(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, b backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
-	gemm.Sgemm(transA, transB, M, N, K, alpha, bf(a), lda, bf(b), ldb, beta, h(c), ldc)
+	gemm.SgemmBF16(transA, transB, M, N, K, alpha, bf(a), lda, bf(b), ldb, beta, h(c), ldc)
 }
 
 // roundGrain is the values per parallel chunk of ToBF16.
@@ -140,7 +142,7 @@ func (*Backend) ToBF16(dst, src backend.Buffer, n int) {
 	d, s := bf(dst)[:n], h(src)[:n]
 	parallel.For(n, roundGrain, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			d[i] = backend.RoundBF16(s[i])
+			d[i] = uint16(math.Float32bits(backend.RoundBF16(s[i])) >> 16)
 		}
 	})
 }
@@ -318,37 +320,206 @@ func (p *packed) Len() int { return p.in * p.out }
 // products; a fused group (q|k|v, gate|up) multiplies each input row once
 // instead of two or three times, and every output is summed exactly as in
 // its own product, since the kernel sums each column alone.
+//
+// The panels are bf16 — half the bytes a decoding step reads — when the
+// weights are bf16 buffers, and when they are float32 buffers whose
+// every value is bf16-exact (a model loaded from bf16 safetensors, a
+// frozen base, a reference policy): the products are the same floats
+// either way (gemm.PackBNarrow, decision 44). A group of one weight is
+// packed from it in place; a fused group of several is packed from their
+// concatenation, which the products of at most three rows read. The
+// panels go into the memory of freed ones of the same size when there is
+// some (recycled).
 func (*Backend) PackLinear(groups []backend.LinearGroup) ([]backend.Buffer, error) {
 	out := make([]backend.Buffer, len(groups))
 	for i, g := range groups {
 		if len(g.Weights) != len(g.Outs) || len(g.Weights) == 0 {
 			return nil, fmt.Errorf("backend cpu: pack group %d: %d weights for %d output sizes", i, len(g.Weights), len(g.Outs))
 		}
+		_, half := g.Weights[0].(HostBF16)
 		for j, w := range g.Weights {
+			if _, ok := w.(HostBF16); ok != half {
+				return nil, fmt.Errorf("backend cpu: pack group %d: weight %d is %s, weight 0 is not", i, j, map[bool]string{true: "bf16", false: "float32"}[ok])
+			}
 			if w.Len() != g.Outs[j]*g.In {
 				return nil, fmt.Errorf("backend cpu: pack group %d: weight %d holds %d values, want %d × %d", i, j, w.Len(), g.Outs[j], g.In)
 			}
 		}
 	}
+	// Each group takes its panels' memory from the recycled ones first.
+	type job struct {
+		g     backend.LinearGroup
+		half  bool // bf16 panels
+		f32   []float32
+		bf16  []uint16
+		exact bool
+	}
+	jobs := make([]job, len(groups))
+	for i, g := range groups {
+		_, bf16 := g.Weights[0].(HostBF16)
+		jobs[i] = job{g: g, half: bf16, exact: bf16}
+	}
 	parallel.For(len(groups), 1, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			g := groups[i]
-			w := f(g.Weights[0])
-			if len(g.Weights) > 1 {
-				parts := make([][]float32, len(g.Weights))
-				for j, x := range g.Weights {
-					parts[j] = f(x)
-				}
-				w = slices.Concat(parts...)
+			if !jobs[i].half {
+				jobs[i].exact = exactAll(jobs[i].g.Weights)
 			}
-			OC := len(w) / g.In
-			out[i] = &packed{p: gemm.PackB(true, g.In, OC, w, g.In), in: g.In, out: OC}
+		}
+	})
+	for i := range jobs {
+		j := &jobs[i]
+		n := gemm.PanelsLen(j.g.In, sum(j.g.Outs))
+		if j.exact {
+			j.bf16 = recycled.takeBF16(n)
+		} else {
+			j.f32 = recycled.takeF32(n)
+		}
+	}
+	recycled.drop()
+	parallel.For(len(groups), 1, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			j := jobs[i]
+			p := &packed{in: j.g.In, out: sum(j.g.Outs)}
+			switch {
+			case j.half:
+				p.p = gemm.PackBBF16(j.bf16, true, p.in, p.out, concat(j.g.Weights, bf), p.in)
+			case j.exact:
+				p.p = gemm.PackBNarrow(j.bf16, true, p.in, p.out, concat(j.g.Weights, h), p.in)
+			default:
+				p.p = gemm.PackBInto(j.f32, true, p.in, p.out, concat(j.g.Weights, h), p.in)
+			}
+			out[i] = p
 		}
 	})
 	return out, nil
 }
 
+// exactAll reports whether every value of the float32 buffers is
+// bf16-exact.
+func exactAll(bufs []backend.Buffer) bool {
+	for _, b := range bufs {
+		if !gemm.ExactBF16(h(b)) {
+			return false
+		}
+	}
+	return true
+}
+
+func sum(x []int) int {
+	s := 0
+	for _, v := range x {
+		s += v
+	}
+	return s
+}
+
+// recycled holds the panel memory of the packed weights that Free
+// released, by length, until the next PackLinear takes what it needs of
+// it and drops the rest: a rollout makes a decoder, and packs every
+// weight, at each training step, and first touches of fresh memory cost
+// more than the packing (on this project's VMs ~10 s per GB: pages
+// faulted in one by one), while the panels of the last decoder, of the
+// same sizes, sit unused. Keeping only one decoder's worth, only until
+// the next packing, bounds what it holds.
+var recycled recycler
+
+type recycler struct {
+	sync.Mutex
+	f32  map[int][][]float32
+	bf16 map[int][][]uint16
+}
+
+// put keeps p's panels for reuse; p must not be used afterwards.
+func (r *recycler) put(p *gemm.PackedB) {
+	r.Lock()
+	defer r.Unlock()
+	d, d16 := p.Panels()
+	switch {
+	case d != nil:
+		if r.f32 == nil {
+			r.f32 = map[int][][]float32{}
+		}
+		r.f32[len(d)] = append(r.f32[len(d)], d)
+	case d16 != nil:
+		if r.bf16 == nil {
+			r.bf16 = map[int][][]uint16{}
+		}
+		r.bf16[len(d16)] = append(r.bf16[len(d16)], d16)
+	}
+}
+
+// takeF32 returns kept panels of n float32s, or nil.
+func (r *recycler) takeF32(n int) []float32 {
+	r.Lock()
+	defer r.Unlock()
+	return take(r.f32, n)
+}
+
+// takeBF16 returns kept panels of n bf16 values, or nil.
+func (r *recycler) takeBF16(n int) []uint16 {
+	r.Lock()
+	defer r.Unlock()
+	return take(r.bf16, n)
+}
+
+func take[T any](m map[int][][]T, n int) []T {
+	l := m[n]
+	if len(l) == 0 {
+		return nil
+	}
+	x := l[len(l)-1]
+	m[n] = l[:len(l)-1]
+	return x
+}
+
+// drop forgets what is kept (the garbage collector frees it).
+func (r *recycler) drop() {
+	r.Lock()
+	defer r.Unlock()
+	r.f32, r.bf16 = nil, nil
+}
+
+// concat returns the values of bufs one after another: the one buffer's
+// own slice, or a new one (a fused group whose weights are not one view:
+// adapters folded into some of them).
+func concat[T float32 | uint16](bufs []backend.Buffer, get func(backend.Buffer) []T) []T {
+	if len(bufs) == 1 {
+		return get(bufs[0])
+	}
+	parts := make([][]T, len(bufs))
+	for j, x := range bufs {
+		parts[j] = get(x)
+	}
+	return slices.Concat(parts...)
+}
+
+// PackedLinear multiplies x, float32 or bf16 (widened here: the rows of A
+// are read in place as float32), by the packed weights.
 func (*Backend) PackedLinear(out, x, w backend.Buffer, N int) {
 	p := w.(*packed)
-	gemm.SgemmPacked(N, 1, f(x), p.in, p.p, 0, h(out), p.out)
+	if x16, ok := x.(HostBF16); ok {
+		n := N * p.in
+		buf := widened.Get().(*[]float32)
+		if cap(*buf) < n {
+			*buf = make([]float32, n)
+		}
+		a := (*buf)[:n]
+		widenRows(a, x16[:n])
+		gemm.SgemmPacked(N, 1, a, p.in, p.p, 0, h(out), p.out)
+		widened.Put(buf)
+		return
+	}
+	gemm.SgemmPacked(N, 1, h(x), p.in, p.p, 0, h(out), p.out)
+}
+
+// widened holds PackedLinear's scratch for widened inputs.
+var widened = sync.Pool{New: func() any { return new([]float32) }}
+
+// widenRows sets dst[i] to the float32 value of the bf16 src[i] (exact).
+func widenRows(dst []float32, src []uint16) {
+	parallel.For(len(dst), roundGrain, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dst[i] = math.Float32frombits(uint32(src[i]) << 16)
+		}
+	})
 }

@@ -4,6 +4,13 @@
 // packed once (Packer), and a fused decoding attention over a KV cache
 // that grows per sequence.
 //
+// bf16 buffers (HostBF16) hold two bytes a value, and packed weights whose
+// values are all bf16 — a bf16 buffer, or float32 weights loaded from a
+// bf16 checkpoint — keep bf16 panels: the products widen them in
+// registers, exactly, so they compute the float32 numbers from half the
+// bytes (decision 44). Freed packed weights lend their memory to the next
+// decoder's (recycled).
+//
 // The kernels are written llm.c style:
 // each op is a Forward/Backward pair on flat row-major []float32 buffers with
 // the dimensions passed explicitly, in the argument order

@@ -79,3 +79,139 @@ func BenchmarkKernelWide(b *testing.B) {
 	}
 	b.ReportMetric(4*mr*nr*kcMax*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+// decodeShapes are the products of one decoding step of 16 sequences of
+// Qwen2.5-0.5B (hidden 896, q|k|v 1152, MLP 4864, vocabulary 151936) with
+// weights packed once: q|k|v, o, gate|up, down, the LM head.
+var decodeShapes = [][3]int{{16, 1152, 896}, {16, 896, 896}, {16, 9728, 896}, {16, 896, 4864}, {16, 151936, 896}}
+
+// BenchmarkPackedDecode measures SgemmPacked on decodeShapes with float32
+// and bf16 panels (the same values): GFLOP/s, and the GB/s of panels it
+// streams (best single product). The weights of the large shapes do not
+// fit the caches, so it is the decoder's case of products that read each
+// weight once per step.
+func BenchmarkPackedDecode(b *testing.B) {
+	for _, half := range []bool{false, true} {
+		for _, s := range decodeShapes {
+			m, n, k := s[0], s[1], s[2]
+			name := "f32"
+			if half {
+				name = "bf16"
+			}
+			b.Run(fmt.Sprintf("%s/%dx%dx%d", name, m, n, k), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(1, 1))
+				g := newCase(r, false, true, m, n, k, 1, 0, 0)
+				_, g.b = toBF16(g.b)
+				p, bytes := PackB(true, k, n, g.b, g.ldb), 4.0
+				if half {
+					p, bytes = PackBNarrow(nil, true, k, n, g.b, g.ldb), 2
+				}
+				flop := 2 * float64(m) * float64(n) * float64(k)
+				best := time.Duration(math.MaxInt64)
+				for b.Loop() {
+					start := time.Now()
+					SgemmPacked(m, 1, g.a, g.lda, p, 0, g.c, g.ldc)
+					best = min(best, time.Since(start))
+				}
+				b.ReportMetric(flop/best.Seconds()/1e9, "best-GFLOP/s")
+				b.ReportMetric(bytes*float64(n*k)/best.Seconds()/1e9, "best-GB/s")
+			})
+		}
+	}
+}
+
+// BenchmarkPackWeights measures packing a decoder's weights once (PackB,
+// and PackBNarrow to bf16 panels) on the gate|up and LM head shapes of
+// decodeShapes, in GB/s of stored float32 weights.
+func BenchmarkPackWeights(b *testing.B) {
+	for _, half := range []bool{false, true} {
+		for _, s := range [][2]int{{9728, 896}, {151936, 896}} {
+			n, k := s[0], s[1]
+			name := "f32"
+			if half {
+				name = "bf16"
+			}
+			b.Run(fmt.Sprintf("%s/%dx%d", name, n, k), func(b *testing.B) {
+				_, w := toBF16(randMatrix(rand.New(rand.NewPCG(1, 1)), n*k))
+				for b.Loop() {
+					if half {
+						PackBNarrow(nil, true, k, n, w, k)
+					} else {
+						PackB(true, k, n, w, k)
+					}
+				}
+				b.ReportMetric(4*float64(n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+	}
+}
+
+// BenchmarkKernelRows compares the in-place kernels (6 rows, the widest
+// this machine has) on float32 and bf16 panels resident in L1 (kc =
+// kcMax): the cost of widening B in registers when nothing waits on
+// memory, as in a prefill's products of many rows.
+func BenchmarkKernelRows(b *testing.B) {
+	if !useAsm {
+		b.Skip("no assembly kernel")
+	}
+	span := nr
+	if useWide {
+		span = 2 * nr
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	a, c := randMatrix(r, mr*kcMax), make([]float32, mr*span)
+	b16, bp := toBF16(randMatrix(r, span*kcMax))
+	flop := 2 * mr * float64(span) * kcMax
+	b.Run("f32", func(b *testing.B) {
+		for b.Loop() {
+			if useWide {
+				kernelRowsWide(mr, kcMax, a, kcMax, bp, c, span, 1, 1)
+			} else {
+				kernelRows(mr, kcMax, a, kcMax, bp, c, span, 1, 1, false)
+			}
+		}
+		b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+	b.Run("bf16", func(b *testing.B) {
+		for b.Loop() {
+			if useWide {
+				kernelRowsWideBF16(mr, kcMax, a, kcMax, b16, c, span, 1, 1)
+			} else {
+				kernelRowsBF16(mr, kcMax, a, kcMax, b16, c, span, 1, 1, false)
+			}
+		}
+		b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+}
+
+// BenchmarkSgemmBF16 is BenchmarkSgemm's first shapes with bf16 operands
+// (SgemmBF16, the CPU's GemmBF16 at precision bf16), next to Sgemm on the
+// widened values: the cost of widening as the operands are packed.
+func BenchmarkSgemmBF16(b *testing.B) {
+	for _, layout := range []string{"NN", "NT", "TN"} {
+		for _, s := range benchShapes[:4] {
+			m, n, k := s[0], s[1], s[2]
+			transA, transB := layout == "TN", layout == "NT"
+			g := newCase(rand.New(rand.NewPCG(1, 1)), transA, transB, m, n, k, 1, 0, 0)
+			a16, aw := toBF16(g.a)
+			b16, bw := toBF16(g.b)
+			flop := 2 * float64(m) * float64(n) * float64(k)
+			for _, half := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%dx%dx%d/f32", layout, m, n, k)
+				if half {
+					name = name[:len(name)-3] + "bf16"
+				}
+				b.Run(name, func(b *testing.B) {
+					for b.Loop() {
+						if half {
+							SgemmBF16(transA, transB, m, n, k, 1, a16, g.lda, b16, g.ldb, 0, g.c, g.ldc)
+						} else {
+							Sgemm(transA, transB, m, n, k, 1, aw, g.lda, bw, g.ldb, 0, g.c, g.ldc)
+						}
+					}
+					b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}

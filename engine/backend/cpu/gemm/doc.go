@@ -53,6 +53,20 @@
 // size (packedParMinFlops), into smaller chunks (packedChunkFlops), since
 // its chunks pack nothing.
 //
+// # bfloat16 operands
+//
+// A bf16 value is the top half of a float32, so widening it is exact.
+// PackBBF16 and PackBNarrow keep a PackedB's panels in bf16 — half the
+// bytes a decoding step streams from memory — and the in-place kernels'
+// bf16 twins (kernelAVX2BF16Rows…, kernelAVX512BF16Rows…) widen each B
+// vector in registers (VPMOVZXWD, VPSLLD 16) before the same FMAs; dot4BF16
+// does the same for the few-row path, and where A is packed the panels are
+// widened into the workspace first (and for more than streamRows rows,
+// where a block serves many tiles). SgemmBF16 (bf16 A and B, the CPU's
+// GemmBF16) widens A whole into scratch and B as it packs it. Each gives the bits of
+// the float32 product of the widened values (bf16_test.go), so bf16
+// storage changes memory and speed, never the numbers (decision 44).
+//
 // The micro-kernel computes one 6×16 tile of C with the 12 sums held in
 // 12 YMM registers for the whole k block: per k step it loads 16 values of
 // B (two registers), broadcasts 6 values of A and issues 12 FMAs. Zen 3 has

@@ -22,7 +22,7 @@ func Dots(out, a, b []float32, k, ldb int) {
 	if len(a) < k {
 		panic(fmt.Sprintf("gemm: Dots: len(a) = %d < k = %d", len(a), k))
 	}
-	checkMatrix("b", b, n, k, ldb)
+	checkMatrix("b", len(b), n, k, ldb)
 	k8 := k / 8 * 8
 	r := 0
 	if useAsm && k8 > 0 && n >= 8 {
@@ -64,7 +64,7 @@ func Combine(out, w, b []float32, k, ldb int) {
 	if len(w) < k {
 		panic(fmt.Sprintf("gemm: Combine: len(w) = %d < k = %d", len(w), k))
 	}
-	checkMatrix("b", b, k, n, ldb)
+	checkMatrix("b", len(b), k, n, ldb)
 	c := 0
 	if useAsm && k > 0 {
 		for ; c+64 <= n; c += 64 {

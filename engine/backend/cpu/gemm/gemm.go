@@ -93,9 +93,17 @@ type problem struct {
 	a, b, c        []float32
 	lda, ldb, ldc  int
 
+	// b16, when set (SgemmBF16, a bf16 PackedB), is the stored B in
+	// bfloat16 instead of b: the packer widens it, and the few-row
+	// products read its rows through dot4BF16.
+	b16 []uint16
+
 	// bPacked, when set, is all of op(B) packed (prepackB): the k block at
 	// pc starts at pc·roundUp(n, nr), column panels in order within it.
-	bPacked []float32
+	// bPacked16 is the same in bfloat16 (a PackedB made by PackBBF16 or
+	// PackBNarrow).
+	bPacked   []float32
+	bPacked16 []uint16
 }
 
 // prepackB packs all of op(B) into ws.b and points g.bPacked at it. A
@@ -121,17 +129,29 @@ func (g *problem) prepackB(ws *workspace) {
 }
 
 // panelsB returns the packed kc×nc block of op(B) at (pc, j0): a slice of
-// bPacked when it is set, else packed now into ws.
-func (g *problem) panelsB(ws *workspace, pc, kc, j0, nc int) []float32 {
-	if g.bPacked == nil {
-		return ws.packB(g, pc, kc, j0, nc)
-	}
+// bPacked when it is set, else packed now into ws; or, in bfloat16, a
+// slice of bPacked16.
+func (g *problem) panelsB(ws *workspace, pc, kc, j0, nc int) ([]float32, []uint16) {
 	// j0 is a multiple of nr, so its panel starts at (j0/nr)·nr·kc.
 	off := pc*roundUp(g.n, nr) + j0*kc
-	return g.bPacked[off : off+roundUp(nc, nr)*kc]
+	switch {
+	case g.bPacked16 != nil:
+		return nil, g.bPacked16[off : off+roundUp(nc, nr)*kc]
+	case g.bPacked != nil:
+		return g.bPacked[off : off+roundUp(nc, nr)*kc], nil
+	}
+	return ws.packB(g, pc, kc, j0, nc), nil
 }
 
 func newProblem(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) *problem {
+	checkProblem(transA, transB, m, n, k, len(a), lda, len(b), ldb, c, ldc)
+	return &problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
+		a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc}
+}
+
+// checkProblem panics unless the operands of a product (A and B given by
+// their lengths) hold the matrices the dimensions say.
+func checkProblem(transA, transB bool, m, n, k, lenA, lda, lenB, ldb int, c []float32, ldc int) {
 	if m < 0 || n < 0 || k < 0 {
 		panic(fmt.Sprintf("gemm: negative dimension m=%d n=%d k=%d", m, n, k))
 	}
@@ -146,25 +166,23 @@ func newProblem(transA, transB bool, m, n, k int, alpha float32, a []float32, ld
 	if m == 0 || n == 0 {
 		ar, br = 0, 0 // an empty C reads neither A nor B
 	}
-	checkMatrix("a", a, ar, ac, lda)
-	checkMatrix("b", b, br, bc, ldb)
-	checkMatrix("c", c, m, n, ldc)
-	return &problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
-		a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc}
+	checkMatrix("a", lenA, ar, ac, lda)
+	checkMatrix("b", lenB, br, bc, ldb)
+	checkMatrix("c", len(c), m, n, ldc)
 }
 
-// checkMatrix panics unless x holds a rows×cols matrix with leading
-// dimension ld. The assembly kernel does no bounds checks, so this must hold
-// before any of it runs.
-func checkMatrix(name string, x []float32, rows, cols, ld int) {
+// checkMatrix panics unless a slice of n values holds a rows×cols matrix
+// with leading dimension ld. The assembly kernel does no bounds checks, so
+// this must hold before any of it runs.
+func checkMatrix(name string, n, rows, cols, ld int) {
 	if ld < max(1, cols) {
 		panic(fmt.Sprintf("gemm: ld%s = %d < %d (columns of stored %s)", name, ld, max(1, cols), name))
 	}
 	if rows == 0 || cols == 0 {
 		return
 	}
-	if need := (rows-1)*ld + cols; len(x) < need {
-		panic(fmt.Sprintf("gemm: len(%s) = %d < %d for a %d×%d matrix with ld%s = %d", name, len(x), need, rows, cols, name, ld))
+	if need := (rows-1)*ld + cols; n < need {
+		panic(fmt.Sprintf("gemm: len(%s) = %d < %d for a %d×%d matrix with ld%s = %d", name, n, need, rows, cols, name, ld))
 	}
 }
 
@@ -196,7 +214,7 @@ func (g *problem) parallel(chunkFlops int) {
 	rowStep, colStep := partition(g.m, g.n, g.k, chunkFlops)
 	rows := (g.m + rowStep - 1) / rowStep
 	cols := (g.n + colStep - 1) / colStep
-	if g.bPacked == nil && rows > 1 && roundUp(g.n, nr)*g.k <= prepackMax {
+	if g.bPacked == nil && g.bPacked16 == nil && rows > 1 && roundUp(g.n, nr)*g.k <= prepackMax {
 		// Several row chunks need the same B panels: pack all of op(B)
 		// once (k·n copies, small next to 2·m·n·k flops) instead of once
 		// per chunk.
@@ -279,14 +297,25 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 			if pc > 0 {
 				beta = 1 // later k blocks accumulate onto the first
 			}
-			bp := g.panelsB(ws, pc, kc, j0+jc, nc)
+			bp, bp16 := g.panelsB(ws, pc, kc, j0+jc, nc)
+			if bp16 != nil && (!rows || m > streamRows) {
+				// Only the in-place kernels read bf16 panels, and widening
+				// in registers pays only while the panels stream from
+				// memory for a few tiles (a decoding step): for the other
+				// kernels, and for many rows (a prefill), where a panel
+				// serves many tiles from the caches, widen the block once
+				// (exact, so the same products).
+				ws.wide = grow(ws.wide, len(bp16))
+				widen(ws.wide, bp16)
+				bp, bp16 = ws.wide, nil
+			}
 			for ic := 0; ic < m; ic += mcMax {
 				mc := min(mcMax, m-ic)
 				var ap []float32
 				if !rows {
 					ap = ws.packA(g, i0+ic, mc, pc, kc)
 				}
-				g.macro(ws, ap, bp, i0+ic, mc, j0+jc, nc, pc, kc, beta, rows)
+				g.macro(ws, ap, bp, bp16, i0+ic, mc, j0+jc, nc, pc, kc, beta, rows)
 			}
 		}
 	}
@@ -304,7 +333,8 @@ func (g *problem) dots() bool {
 // of A with rows of B (op(B) = Bᵀ), four rows of B at a time so each row of
 // A is read once per four outputs. j0 is a multiple of nr, so the groups of
 // four, and the scalar remainder past the last whole group, fall on the
-// same columns whatever the block.
+// same columns whatever the block. Rows of B stored in bf16 are widened
+// in dot4BF16's registers: the same sums of the same values.
 func (g *problem) tileDots(i0, m, j0, n int) {
 	k16 := g.k / 16 * 16
 	for j := j0; j < j0+n; j += 4 {
@@ -314,14 +344,25 @@ func (g *problem) tileDots(i0, m, j0, n int) {
 			var s [4]float32
 			from := 0 // the k steps dot4 did
 			if w == 4 && k16 > 0 {
-				dotRows(k16, arow, g.b[j*g.ldb:], g.ldb, &s)
+				if g.b16 != nil {
+					dotRowsBF16(k16, arow, g.b16[j*g.ldb:], g.ldb, &s)
+				} else {
+					dotRows(k16, arow, g.b[j*g.ldb:], g.ldb, &s)
+				}
 				from = k16
 			}
 			crow := g.c[i*g.ldc+j : i*g.ldc+j+w]
 			for r := range crow {
-				brow := g.b[(j+r)*g.ldb : (j+r)*g.ldb+g.k]
-				for p := from; p < g.k; p++ {
-					s[r] += arow[p] * brow[p]
+				if g.b16 != nil {
+					brow := g.b16[(j+r)*g.ldb : (j+r)*g.ldb+g.k]
+					for p := from; p < g.k; p++ {
+						s[r] += arow[p] * bf16(brow[p])
+					}
+				} else {
+					brow := g.b[(j+r)*g.ldb : (j+r)*g.ldb+g.k]
+					for p := from; p < g.k; p++ {
+						s[r] += arow[p] * brow[p]
+					}
 				}
 				if g.beta == 0 {
 					crow[r] = g.alpha * s[r]
@@ -363,7 +404,10 @@ func crowdedRows(lda int) bool {
 // from L2. With useWide, two full panels at a time go to the kernels of
 // tiles 2·nr wide (the pair, 32 KiB at kc = 256, still fits an L1 of
 // 48 KiB), which give each element the bits of the nr-wide kernels.
-func (g *problem) macro(ws *workspace, ap, bp []float32, i0, mc, j0, nc, pc, kc int, beta float32, rows bool) {
+//
+// The panels are bp, or with rows bp16 in bfloat16 (read by the in-place
+// kernels' bf16 twins).
+func (g *problem) macro(ws *workspace, ap, bp []float32, bp16 []uint16, i0, mc, j0, nc, pc, kc int, beta float32, rows bool) {
 	// With at most streamRows rows each B panel serves a few tiles only,
 	// right after it arrives from memory: the kernel prefetches the next.
 	stream := mc <= streamRows
@@ -373,7 +417,7 @@ func (g *problem) macro(ws *workspace, ap, bp []float32, i0, mc, j0, nc, pc, kc 
 			span = 2 * nr
 		}
 		for ir := 0; ir < mc; ir += mr {
-			g.microTile(ws, ap, bp, i0, ir, min(mr, mc-ir), j0, jr, min(span, nc-jr), span, pc, kc, beta, rows, stream)
+			g.microTile(ws, ap, bp, bp16, i0, ir, min(mr, mc-ir), j0, jr, min(span, nc-jr), span, pc, kc, beta, rows, stream)
 		}
 		jr += span
 	}
@@ -386,11 +430,21 @@ func (g *problem) macro(ws *workspace, ap, bp []float32, i0, mc, j0, nc, pc, kc 
 // whole is computed into the workspace's scratch tile and the part inside
 // merged back, as alpha·acc + beta·C rounded twice (the kernels' own
 // merge is one FMA): the same bits whichever width computed it.
-func (g *problem) microTile(ws *workspace, ap, bp []float32, i0, ir, h, j0, jr, w, span, pc, kc int, beta float32, rows, stream bool) {
-	bpan := bp[jr*kc : jr*kc+span*kc]
+func (g *problem) microTile(ws *workspace, ap, bp []float32, bp16 []uint16, i0, ir, h, j0, jr, w, span, pc, kc int, beta float32, rows, stream bool) {
+	var bpan []float32
+	var bpan16 []uint16
+	if bp16 != nil {
+		bpan16 = bp16[jr*kc : jr*kc+span*kc]
+	} else {
+		bpan = bp[jr*kc : jr*kc+span*kc]
+	}
 	// run computes the tile into c (ldc, beta).
 	run := func(c []float32, ldc int, beta float32) {
 		switch {
+		case bpan16 != nil && span > nr:
+			kernelRowsWideBF16(h, kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan16, c, ldc, g.alpha, beta)
+		case bpan16 != nil:
+			kernelRowsBF16(h, kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan16, c, ldc, g.alpha, beta, stream)
 		case rows && span > nr:
 			kernelRowsWide(h, kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan, c, ldc, g.alpha, beta)
 		case rows:
@@ -430,6 +484,7 @@ func (g *problem) microTile(ws *workspace, ap, bp []float32, i0, ir, h, j0, jr, 
 // every collection.
 type workspace struct {
 	a, b []float32
+	wide []float32            // bf16 panels widened (see tile)
 	edge [mr * 2 * nr]float32 // one tile, nr or 2·nr wide
 }
 

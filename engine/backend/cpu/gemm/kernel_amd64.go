@@ -58,6 +58,42 @@ func kernelRowsWide(h, kc int, a []float32, lda int, b, c []float32, ldc int, al
 	wideRowKernels[h](kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 }
 
+// kernelRowsBF16 is kernelRows on a bfloat16 B panel (nr·kc values).
+func kernelRowsBF16(h, kc int, a []float32, lda int, b []uint16, c []float32, ldc int, alpha, beta float32, stream bool) {
+	_ = a[(h-1)*lda+kc-1] // the assembly does no bounds checks
+	_ = b[nr*kc-1]
+	_ = c[(h-1)*ldc+nr-1]
+	k := rowKernelsBF16[h]
+	if stream {
+		k = streamKernelsBF16[h]
+	}
+	k(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+}
+
+// kernelRowsWideBF16 is kernelRowsWide on two bfloat16 B panels.
+func kernelRowsWideBF16(h, kc int, a []float32, lda int, b []uint16, c []float32, ldc int, alpha, beta float32) {
+	_ = a[(h-1)*lda+kc-1] // the assembly does no bounds checks
+	_ = b[2*nr*kc-1]
+	_ = c[(h-1)*ldc+2*nr-1]
+	wideRowKernelsBF16[h](kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+}
+
+type rowKernelBF16 func(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)
+
+// The in-place kernels on bf16 panels, as rowKernels, streamKernels and
+// wideRowKernels.
+var (
+	rowKernelsBF16 = [mr + 1]rowKernelBF16{
+		1: kernelAVX2BF16Rows1, 2: kernelAVX2BF16Rows2, 3: kernelAVX2BF16Rows3, 4: kernelAVX2BF16Rows4, 5: kernelAVX2BF16Rows5, 6: kernelAVX2BF16Rows,
+	}
+	streamKernelsBF16 = [mr + 1]rowKernelBF16{
+		1: kernelAVX2BF16Rows1Pf, 2: kernelAVX2BF16Rows2Pf, 3: kernelAVX2BF16Rows3Pf, 4: kernelAVX2BF16Rows4Pf, 5: kernelAVX2BF16Rows5Pf, 6: kernelAVX2BF16RowsPf,
+	}
+	wideRowKernelsBF16 = [mr + 1]rowKernelBF16{
+		1: kernelAVX512BF16Rows1, 2: kernelAVX512BF16Rows2, 3: kernelAVX512BF16Rows3, 4: kernelAVX512BF16Rows4, 5: kernelAVX512BF16Rows5, 6: kernelAVX512BF16Rows,
+	}
+)
+
 type rowKernel func(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
 
 // rowKernels[h] and streamKernels[h] are the in-place kernels for h rows,
@@ -122,6 +158,13 @@ func dotRows(k16 int, a, b []float32, ldb int, out *[4]float32) {
 	_ = a[k16-1] // the assembly does no bounds checks
 	_ = b[3*ldb+k16-1]
 	dot4(k16, &a[0], &b[0], ldb, &out[0])
+}
+
+// dotRowsBF16 is dotRows with the rows of B in bfloat16 (dot4BF16).
+func dotRowsBF16(k16 int, a []float32, b []uint16, ldb int, out *[4]float32) {
+	_ = a[k16-1] // the assembly does no bounds checks
+	_ = b[3*ldb+k16-1]
+	dot4BF16(k16, &a[0], &b[0], ldb, &out[0])
 }
 
 // packColsAsm packs a full mr-row panel of a transposed A (kc stored rows

@@ -34,27 +34,27 @@ func kernelAVX2Rows2(kc int, a *float32, lda int, b *float32, c *float32, ldc in
 // Requires AVX2 and FMA.
 func kernelAVX2Rows1(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// kernelAVX2RowsPf is kernelAVX2Rows that also prefetches the next B panels (kc·16 floats on).
+// kernelAVX2RowsPf is kernelAVX2Rows that also prefetches the next B panels (kc·16 values on).
 // Requires AVX2 and FMA.
 func kernelAVX2RowsPf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// kernelAVX2Rows5Pf is kernelAVX2Rows5 that also prefetches the next B panels (kc·16 floats on).
+// kernelAVX2Rows5Pf is kernelAVX2Rows5 that also prefetches the next B panels (kc·16 values on).
 // Requires AVX2 and FMA.
 func kernelAVX2Rows5Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// kernelAVX2Rows4Pf is kernelAVX2Rows4 that also prefetches the next B panels (kc·16 floats on).
+// kernelAVX2Rows4Pf is kernelAVX2Rows4 that also prefetches the next B panels (kc·16 values on).
 // Requires AVX2 and FMA.
 func kernelAVX2Rows4Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// kernelAVX2Rows3Pf is kernelAVX2Rows3 that also prefetches the next B panels (kc·16 floats on).
+// kernelAVX2Rows3Pf is kernelAVX2Rows3 that also prefetches the next B panels (kc·16 values on).
 // Requires AVX2 and FMA.
 func kernelAVX2Rows3Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// kernelAVX2Rows2Pf is kernelAVX2Rows2 that also prefetches the next B panels (kc·16 floats on).
+// kernelAVX2Rows2Pf is kernelAVX2Rows2 that also prefetches the next B panels (kc·16 values on).
 // Requires AVX2 and FMA.
 func kernelAVX2Rows2Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// kernelAVX2Rows1Pf is kernelAVX2Rows1 that also prefetches the next B panels (kc·16 floats on).
+// kernelAVX2Rows1Pf is kernelAVX2Rows1 that also prefetches the next B panels (kc·16 values on).
 // Requires AVX2 and FMA.
 func kernelAVX2Rows1Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
@@ -89,6 +89,80 @@ func kernelAVX512Rows2(kc int, a *float32, lda int, b *float32, c *float32, ldc 
 // Requires AVX-512F.
 func kernelAVX512Rows1(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
+// kernelAVX2BF16Rows is kernelAVX2Rows on bfloat16 B panels (kc steps of 16 bf16 values),
+// each widened to float32 in a register: the same FMAs on the same values.
+// Requires AVX2 and FMA.
+func kernelAVX2BF16Rows(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2BF16Rows5 is kernelAVX2BF16Rows for a tile of 5 rows (5 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2BF16Rows5(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2BF16Rows4 is kernelAVX2BF16Rows for a tile of 4 rows (4 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2BF16Rows4(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2BF16Rows3 is kernelAVX2BF16Rows for a tile of 3 rows (3 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2BF16Rows3(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2BF16Rows2 is kernelAVX2BF16Rows for a tile of 2 rows (2 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2BF16Rows2(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2BF16Rows1 is kernelAVX2BF16Rows for a tile of 1 rows (1 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2BF16Rows1(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2BF16RowsPf is kernelAVX2BF16Rows that also prefetches the next B panels (kc·16 values on).
+// Requires AVX2 and FMA.
+func kernelAVX2BF16RowsPf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2BF16Rows5Pf is kernelAVX2BF16Rows5 that also prefetches the next B panels (kc·16 values on).
+// Requires AVX2 and FMA.
+func kernelAVX2BF16Rows5Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2BF16Rows4Pf is kernelAVX2BF16Rows4 that also prefetches the next B panels (kc·16 values on).
+// Requires AVX2 and FMA.
+func kernelAVX2BF16Rows4Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2BF16Rows3Pf is kernelAVX2BF16Rows3 that also prefetches the next B panels (kc·16 values on).
+// Requires AVX2 and FMA.
+func kernelAVX2BF16Rows3Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2BF16Rows2Pf is kernelAVX2BF16Rows2 that also prefetches the next B panels (kc·16 values on).
+// Requires AVX2 and FMA.
+func kernelAVX2BF16Rows2Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2BF16Rows1Pf is kernelAVX2BF16Rows1 that also prefetches the next B panels (kc·16 values on).
+// Requires AVX2 and FMA.
+func kernelAVX2BF16Rows1Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows is kernelAVX512Rows on bfloat16 B panels (kc steps of 16 bf16 values),
+// each widened to float32 in a register: the same FMAs on the same values.
+// Requires AVX-512F.
+func kernelAVX512BF16Rows(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows5 is kernelAVX512BF16Rows for a tile of 5 rows (5 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows5(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows4 is kernelAVX512BF16Rows for a tile of 4 rows (4 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows4(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows3 is kernelAVX512BF16Rows for a tile of 3 rows (3 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows3(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows2 is kernelAVX512BF16Rows for a tile of 2 rows (2 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows2(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows1 is kernelAVX512BF16Rows for a tile of 1 rows (1 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows1(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
 // packTrans8 sets dst[16p + r] = src[r·ld + p] for r < 8 and p < kc8, a multiple of 8
 // (ld in elements): 8 rows of a transposed B into 8 lanes of a packed 16-wide panel.
 // Requires AVX.
@@ -114,6 +188,13 @@ func packCols6(dst *float32, src *float32, lda int, kc int)
 //
 //go:noescape
 func dot4(k16 int, a *float32, b *float32, ldb int, out *float32)
+
+// dot4BF16 is dot4 with the rows of B in bfloat16, widened to float32 in registers
+// (ldb in elements).
+// Requires AVX2 and FMA.
+//
+//go:noescape
+func dot4BF16(k16 int, a *float32, b *uint16, ldb int, out *float32)
 
 // dot8 sets out[r] = Σ_{p<k8} a[p]·b[r·ldb + p] for r < 8·n8 (k8 a multiple of 8,
 // ldb in elements), summing 8 interleaved partial sums per row, then those in a fixed tree.

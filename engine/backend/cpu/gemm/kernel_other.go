@@ -28,6 +28,21 @@ func kernelRows(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha,
 	panic("gemm: kernelRows without an assembly kernel")
 }
 
+// kernelRowsBF16 is only called when useAsm is set, which it never is here.
+func kernelRowsBF16(h, kc int, a []float32, lda int, b []uint16, c []float32, ldc int, alpha, beta float32, stream bool) {
+	panic("gemm: kernelRowsBF16 without an assembly kernel")
+}
+
+// kernelRowsWideBF16 is only called when useWide is set, which it never is here.
+func kernelRowsWideBF16(h, kc int, a []float32, lda int, b []uint16, c []float32, ldc int, alpha, beta float32) {
+	panic("gemm: kernelRowsWideBF16 without an assembly kernel")
+}
+
+// dotRowsBF16 is only called when useAsm is set, which it never is here.
+func dotRowsBF16(k16 int, a []float32, b []uint16, ldb int, out *[4]float32) {
+	panic("gemm: dotRowsBF16 without an assembly kernel")
+}
+
 // packTrans packs nothing here: the caller's scalar loop does it all.
 func packTrans(pan, b []float32, off, ldb, kc int) int { return 0 }
 

@@ -73,6 +73,10 @@ func (w *workspace) packB(g *problem, p0, kc, j0, nc int) []float32 {
 
 // packB packs the kc×nc block of op(B) at (p0, j0) into dst.
 func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
+	if g.b16 != nil {
+		packPanels(dst, g.b16, g.ldb, g.transB, p0, kc, j0, nc, widen)
+		return
+	}
 	b, ldb := g.b, g.ldb
 	full := nc / nr * nr
 	if !g.transB {
@@ -117,6 +121,41 @@ func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
 			} else {
 				pan[p*nr+j] = b[(p0+p)*ldb+j0+full+j]
 			}
+		}
+	}
+}
+
+// packPanels packs the kc×nc block of op(B) at (p0, j0) of a B stored as
+// S into panels of D laid out as packB's, converting the values with
+// convert (dst[i] = src[i] converted, for i < len(dst)): the packing of
+// bfloat16 panels (from bf16 or bf16-exact float32 weights) and of
+// float32 panels from bf16 weights, which the assembly helpers of packB do
+// not cover. A transposed B's stored row (a lane of the panel) is
+// converted whole into tmp, then scattered, so convert runs once per row,
+// not once per value.
+func packPanels[S, D float32 | uint16](dst []D, b []S, ldb int, transB bool, p0, kc, j0, nc int, convert func(dst []D, src []S)) {
+	var tmp [kcMax]D
+	for q := 0; q*nr < nc; q++ {
+		pan := dst[q*nr*kc : (q+1)*nr*kc]
+		w := min(nr, nc-q*nr)
+		if w < nr {
+			clear(pan)
+		}
+		j1 := j0 + q*nr
+		if transB {
+			// op(B)[p][j] = b[j·ldb + p]: each stored row is a lane.
+			for j := 0; j < w; j++ {
+				row := tmp[:kc]
+				convert(row, b[(j1+j)*ldb+p0:(j1+j)*ldb+p0+kc])
+				for p, v := range row {
+					pan[p*nr+j] = v
+				}
+			}
+			continue
+		}
+		// op(B)[p][j] = b[p·ldb + j]: a piece of each stored row per k step.
+		for p := 0; p < kc; p++ {
+			convert(pan[p*nr:p*nr+w], b[(p0+p)*ldb+j1:(p0+p)*ldb+j1+w])
 		}
 	}
 }

@@ -27,6 +27,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -61,10 +62,18 @@ func main() {
 	packedKernel(avx512)
 	rowKernels(avx512)
 
+	// The same in-place kernels on bfloat16 B panels (SgemmPacked of a
+	// PackedB in bf16): each 16-bit value is widened in a register, which
+	// is exact, so they give the bits of the float32 kernels on the widened
+	// panels.
+	rowKernels(avx2h)
+	rowKernels(avx512h)
+
 	transposePack()
 	rowPack()
 	colPack()
-	dotKernel()
+	dotKernel(false)
+	dotKernel(true)
 	dot8Kernel()
 	combineKernels()
 
@@ -92,6 +101,10 @@ type tile struct {
 	vecBytes int // bytes per vector register
 	panels   int // B panels per tile (1: both vectors from one panel)
 	isa      string
+	// half: the B panels hold bfloat16 values (2 bytes each), loaded by
+	// VPMOVZXWD (zero-extend each to 32 bits) and VPSLLD 16 (move them to
+	// the top half): the float32 with the same value, exactly.
+	half bool
 }
 
 var (
@@ -99,7 +112,23 @@ var (
 		b: [2]VecPhysical{Y12, Y13}, bc: [2]VecPhysical{Y14, Y15}, vecBytes: 32, panels: 1, isa: "AVX2 and FMA"}
 	avx512 = tile{name: "kernelAVX512", acc: []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11},
 		b: [2]VecPhysical{Z12, Z13}, bc: [2]VecPhysical{Z14, Z15}, vecBytes: 64, panels: 2, isa: "AVX-512F"}
+	avx2h   = halfTile(avx2, "kernelAVX2BF16")
+	avx512h = halfTile(avx512, "kernelAVX512BF16")
 )
+
+// halfTile is t reading bfloat16 B panels.
+func halfTile(t tile, name string) tile {
+	t.name, t.half = name, true
+	return t
+}
+
+// bElem is the bytes of one value of a B panel.
+func (t tile) bElem() int {
+	if t.half {
+		return 2
+	}
+	return 4
+}
 
 // width is the tile's number of columns.
 func (t tile) width() int { return t.panels * nr }
@@ -134,15 +163,23 @@ func rowKernels(t tile) {
 				fmt.Sprintf("%s is %s with A read in place: row i of the tile's A at a + i·lda", name, t.name),
 				"(lda in elements), k step p at offset p.",
 			}
+			if t.half {
+				doc[0] = fmt.Sprintf("%s is %sRows on bfloat16 B panels (kc steps of 16 bf16 values),", name, strings.Replace(t.name, "BF16", "", 1))
+				doc[1] = "each widened to float32 in a register: the same FMAs on the same values."
+			}
 			if h < mr {
 				name = fmt.Sprintf("%sRows%d", t.name, h)
 				doc = []string{fmt.Sprintf("%s is %sRows for a tile of %d rows (%d rows of A and of C).", name, t.name, h, h)}
 			}
 			if pf {
-				doc = []string{fmt.Sprintf("%sPf is %s that also prefetches the next B panels (kc·%d floats on).", name, name, t.width())}
+				doc = []string{fmt.Sprintf("%sPf is %s that also prefetches the next B panels (kc·%d values on).", name, name, t.width())}
 				name += "Pf"
 			}
-			TEXT(name, NOSPLIT, "func(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)")
+			sig := "func(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)"
+			if t.half {
+				sig = "func(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)"
+			}
+			TEXT(name, NOSPLIT, sig)
 			Doc(append(doc, "Requires "+t.isa+".")...)
 			row0 := Load(Param("a"), RSI)
 			lda := Load(Param("lda"), R10)
@@ -291,16 +328,17 @@ func kernelBody(t tile, rows int, prefetch bool, aAt func(s, i int) Mem, advance
 	// panel is the bytes from one B panel to the next (kc·nr floats), for
 	// a tile of two panels or for the prefetch (tiles of one panel only).
 	panel := R11
+	bRow := t.bElem() * nr // bytes of one k step of a panel
 	if t.panels > 1 || prefetch {
 		MOVQ(kc, panel)
-		SHLQ(U8(6), panel)
+		SHLQ(U8(map[int]uint8{32: 5, 64: 6}[bRow]), panel)
 	}
 	// bAt is the address of vector v of B's row at k step s.
 	bAt := func(s, v int) Mem {
 		if t.panels == 1 {
-			return Mem{Base: pb, Disp: 4*nr*s + t.vecBytes*v}
+			return Mem{Base: pb, Disp: bRow*s + t.vecBytes/4*t.bElem()*v}
 		}
-		m := Mem{Base: pb, Disp: 4 * nr * s}
+		m := Mem{Base: pb, Disp: bRow * s}
 		if v == 1 {
 			m.Index, m.Scale = panel, 1
 		}
@@ -321,11 +359,18 @@ func kernelBody(t tile, rows int, prefetch bool, aAt func(s, i int) Mem, advance
 	// step emits one k step at offset s (in k steps) from the current
 	// positions.
 	step := func(s int) {
-		if prefetch {
-			PREFETCHT0(Mem{Base: pb, Index: panel, Scale: 1, Disp: 4 * nr * s})
+		// One prefetch per 64-byte line of the next panel.
+		if prefetch && (bRow*s)%64 == 0 {
+			PREFETCHT0(Mem{Base: pb, Index: panel, Scale: 1, Disp: bRow * s})
 		}
-		VMOVUPS(bAt(s, 0), t.b[0])
-		VMOVUPS(bAt(s, 1), t.b[1])
+		for v := range t.b {
+			if t.half {
+				VPMOVZXWD(bAt(s, v), t.b[v])
+				VPSLLD(U8(16), t.b[v], t.b[v])
+			} else {
+				VMOVUPS(bAt(s, v), t.b[v])
+			}
+		}
 		for i := 0; i < rows; i++ {
 			bc := t.bc[i%2]
 			VBROADCASTSS(aAt(s, i), bc)
@@ -342,7 +387,7 @@ func kernelBody(t tile, rows int, prefetch bool, aAt func(s, i int) Mem, advance
 		step(s)
 	}
 	advance(unroll)
-	ADDQ(U32(4*nr*unroll), pb)
+	ADDQ(U32(bRow*unroll), pb)
 	SUBQ(U8(unroll), kc)
 	JMP(LabelRef("loop4"))
 
@@ -352,7 +397,7 @@ func kernelBody(t tile, rows int, prefetch bool, aAt func(s, i int) Mem, advance
 	JE(LabelRef("store"))
 	step(0)
 	advance(1)
-	ADDQ(U32(4*nr), pb)
+	ADDQ(U32(bRow), pb)
 	DECQ(kc)
 	JMP(LabelRef("tail"))
 
@@ -474,22 +519,38 @@ func colPack() {
 
 // dotKernel emits dot4, four dot products of one row of A with four rows
 // of B, both read in place: C = A·Bᵀ for the few rows of a decoding step,
-// where packing B would cost more than the arithmetic.
-func dotKernel() {
-	TEXT("dot4", NOSPLIT, "func(k16 int, a, b *float32, ldb int, out *float32)")
-	Doc(
-		"dot4 sets out[r] = Σ_{p<k16} a[p]·b[r·ldb + p] for r < 4 (k16 a multiple of 16,",
-		"ldb in elements), summing 16 interleaved partial sums per row, then those in a fixed tree.",
-		"Requires AVX2 and FMA.",
-	)
+// where packing B would cost more than the arithmetic. With half it emits
+// dot4BF16, the same on rows of B stored as bfloat16, each value widened
+// in a register (exact): the same FMAs on the same values, so the bits of
+// dot4 on the widened rows.
+func dotKernel(half bool) {
+	if half {
+		TEXT("dot4BF16", NOSPLIT, "func(k16 int, a *float32, b *uint16, ldb int, out *float32)")
+		Doc(
+			"dot4BF16 is dot4 with the rows of B in bfloat16, widened to float32 in registers",
+			"(ldb in elements).",
+			"Requires AVX2 and FMA.",
+		)
+	} else {
+		TEXT("dot4", NOSPLIT, "func(k16 int, a, b *float32, ldb int, out *float32)")
+		Doc(
+			"dot4 sets out[r] = Σ_{p<k16} a[p]·b[r·ldb + p] for r < 4 (k16 a multiple of 16,",
+			"ldb in elements), summing 16 interleaved partial sums per row, then those in a fixed tree.",
+			"Requires AVX2 and FMA.",
+		)
+	}
 	// out is a caller's stack array: without this the compiler moves it
 	// to the heap, an allocation per call in the decoding loop.
 	Pragma("noescape")
+	elem := 4
+	if half {
+		elem = 2
+	}
 	k := Load(Param("k16"), RCX)
 	pa := Load(Param("a"), RSI)
 	row0 := Load(Param("b"), RDI)
 	ld := Load(Param("ldb"), R10)
-	SHLQ(U8(2), ld)
+	SHLQ(U8(map[int]uint8{4: 2, 2: 1}[elem]), ld)
 	row3 := R9
 	LEAQ(Mem{Base: row0, Index: ld, Scale: 2}, row3)
 	ADDQ(ld, row3)
@@ -504,14 +565,26 @@ func dotKernel() {
 	JE(LabelRef("reduce"))
 	VMOVUPS(Mem{Base: pa}, Y8)
 	VMOVUPS(Mem{Base: pa, Disp: 32}, Y9)
+	wide := []VecPhysical{Y10, Y11, Y12, Y13}
 	for r, m := range rows {
-		VFMADD231PS(m, Y8, acc[r][0])
-		m.Disp = 32
-		VFMADD231PS(m, Y9, acc[r][1])
+		if !half {
+			VFMADD231PS(m, Y8, acc[r][0])
+			m.Disp = 32
+			VFMADD231PS(m, Y9, acc[r][1])
+			continue
+		}
+		w0, w1 := wide[(2*r)%4], wide[(2*r+1)%4]
+		VPMOVZXWD(m, w0)
+		m.Disp = 16
+		VPMOVZXWD(m, w1)
+		VPSLLD(U8(16), w0, w0)
+		VPSLLD(U8(16), w1, w1)
+		VFMADD231PS(w0, Y8, acc[r][0])
+		VFMADD231PS(w1, Y9, acc[r][1])
 	}
 	ADDQ(U8(64), pa)
-	ADDQ(U8(64), row0)
-	ADDQ(U8(64), row3)
+	ADDQ(U8(16*elem), row0)
+	ADDQ(U8(16*elem), row3)
 	SUBQ(U8(16), k)
 	JMP(LabelRef("loop"))
 

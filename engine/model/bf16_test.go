@@ -1,0 +1,136 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/backend/cpu"
+	"github.com/ragen-go/ragen/engine/sample"
+)
+
+// noPacker is the CPU backend but not a Packer: a decoder multiplies by
+// the float32 weights themselves with Gemm.
+type noPacker struct{ backend.Backend }
+
+func (n noPacker) Wrap(x []float32) backend.Buffer { return n.Backend.(backend.HostMemory).Wrap(x) }
+
+// bf16Model is a model of the given config whose every parameter is a
+// bf16 value held in float32, as Load makes one from bf16 safetensors.
+func bf16Model(t *testing.T, c Config, seed uint64) *Model {
+	t.Helper()
+	m, err := New(c, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(m, seed+1)
+	for i, v := range m.Params.Data {
+		m.Params.Data[i] = backend.RoundBF16(v)
+	}
+	return m
+}
+
+// decodeTrace runs a multi-turn decode on m — a prefill, sampled steps
+// (at most three live sequences at the end, the product path of few
+// rows), an environment chunk, more steps — and returns every step's
+// logits and the sampled tokens.
+func decodeTrace(t *testing.T, m *Model) (logits []float32, tokens []int) {
+	t.Helper()
+	d, err := m.NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rng := rand.New(rand.NewPCG(41, 42))
+	V := m.Config.VocabSize
+	ids := []int{0, 1, 2, 3, 4}
+	chunks := make([][]int, len(ids))
+	for i := range chunks {
+		chunks[i] = randomBatch(rng, V, 5+3*i)
+	}
+	rngs := make([]*sample.RNG, len(ids))
+	for i := range rngs {
+		rngs[i] = sample.NewRNG(uint64(100 + i))
+	}
+	var smp sample.Sampler
+	for step := 0; step < 12; step++ {
+		out, err := d.Append(ids, chunks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits = append(logits, out...)
+		for i := range ids {
+			tok := smp.Sample(out[i*V:(i+1)*V], sample.Options{Temperature: 1}, rngs[i])
+			tokens = append(tokens, tok)
+			chunks[i] = []int{tok}
+		}
+		switch step {
+		case 4: // an environment reply to two sequences
+			chunks[1] = append(chunks[1], randomBatch(rng, V, 9)...)
+			chunks[3] = append(chunks[3], randomBatch(rng, V, 4)...)
+		case 6: // two episodes end: three rows per step from here on
+			d.Remove(ids[0])
+			d.Remove(ids[4])
+			ids, chunks, rngs = ids[1:4], chunks[1:4], rngs[1:4]
+		}
+	}
+	return logits, tokens
+}
+
+// TestDecoderBF16StorageBitEqual: a decoder that keeps a bf16-exact
+// model's weights as bf16 panels (half the bytes) computes the very
+// floats of one that multiplies the float32 weights: every logit of a
+// multi-turn decode, and so every sampled token, bit for bit. Also for
+// the frozen base of LoRA adapters (the folded modules are not bf16 and
+// stay float32; the head is bf16) and at BF16 precision, where the
+// model's bf16 copy is two bytes a value.
+func TestDecoderBF16StorageBitEqual(t *testing.T) {
+	c := Tiny()
+	c.HiddenSize, c.IntermediateSize, c.VocabSize = 64, 176, 200
+	for _, tc := range []struct {
+		name      string
+		lora      bool
+		precision backend.Precision
+	}{{"f32", false, backend.F32}, {"lora", true, backend.F32}, {"bf16", false, backend.BF16}} {
+		t.Run(tc.name, func(t *testing.T) {
+			traces := make([][]float32, 2)
+			toks := make([][]int, 2)
+			for i, b := range []backend.Backend{cpu.New(), noPacker{cpu.New()}} {
+				m := bf16Model(t, c, 31)
+				if err := m.Use(b, tc.precision); err != nil {
+					t.Fatal(err)
+				}
+				if tc.lora {
+					a, err := m.WithLoRA(LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj", "down_proj"}}, false, 5)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, v := range a.Layout.Views { // B ≠ 0: the folded weights differ from the base
+						x := a.Params.Slice(v.Name)
+						for j := range x {
+							x[j] = float32(0.05 * math.Sin(float64(j+v.Offset)))
+						}
+					}
+					if err := a.Upload(); err != nil {
+						t.Fatal(err)
+					}
+					m = a
+				}
+				traces[i], toks[i] = decodeTrace(t, m)
+			}
+			if len(traces[0]) != len(traces[1]) {
+				t.Fatalf("%d logits (bf16 panels), %d (float32 weights)", len(traces[0]), len(traces[1]))
+			}
+			for j := range traces[0] {
+				if math.Float32bits(traces[0][j]) != math.Float32bits(traces[1][j]) {
+					t.Fatalf("logit %d: %v from bf16 panels, %v from the float32 weights", j, traces[0][j], traces[1][j])
+				}
+			}
+			if !slices.Equal(toks[0], toks[1]) {
+				t.Fatalf("tokens %v (bf16 panels), %v (float32 weights)", toks[0], toks[1])
+			}
+		})
+	}
+}
