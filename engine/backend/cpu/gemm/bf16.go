@@ -34,11 +34,13 @@ func narrow(dst []uint16, src []float32) {
 // keep16 copies bf16 values (packing bf16 panels from bf16).
 func keep16(dst, src []uint16) { copy(dst, src) }
 
-// widen sets dst[i] to src[i] widened, for i < len(dst).
+// widen sets dst[i] to src[i] widened, for i < len(dst): by 16s in
+// assembly where there is some (widenAsm), the rest here.
 func widen(dst []float32, src []uint16) {
 	src = src[:len(dst)]
-	for i, h := range src {
-		dst[i] = bf16(h)
+	done := widenAsm(dst, src)
+	for i, h := range src[done:] {
+		dst[done+i] = bf16(h)
 	}
 }
 

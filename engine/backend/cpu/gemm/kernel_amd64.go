@@ -201,3 +201,27 @@ func combRows(width, k int, w, b []float32, ldb int, out []float32) {
 	}
 	comb32(k, &w[0], &b[0], ldb, &out[0])
 }
+
+// widenAsm widens the leading multiple of 16 values of dst from src
+// (len(src) ≥ len(dst)) with the assembly widen16 and returns how many it
+// did; the caller widens the rest.
+func widenAsm(dst []float32, src []uint16) int {
+	n16 := len(dst) / 16 * 16
+	if !useAsm || n16 == 0 {
+		return 0
+	}
+	_ = src[n16-1] // the assembly does no bounds checks
+	widen16(&dst[0], &src[0], n16)
+	return n16
+}
+
+// packRowBF16Asm is packRowAsm on a bfloat16 row, widened as it is copied.
+func packRowBF16Asm(dst []float32, row []uint16, panels, stride int) bool {
+	if !useAsm || panels == 0 {
+		return false
+	}
+	_ = row[panels*nr-1] // the assembly does no bounds checks
+	_ = dst[(panels-1)*stride+nr-1]
+	packRowBF16(&dst[0], &row[0], panels, stride)
+	return true
+}

@@ -52,6 +52,10 @@ func packRowsAsm(pan, a []float32, off, lda, kc int) int { return 0 }
 // packRowAsm does nothing here: the caller's Go loop does the copy.
 func packRowAsm(dst, row []float32, panels, stride int) bool { return false }
 
+func widenAsm(dst []float32, src []uint16) int { return 0 }
+
+func packRowBF16Asm(dst []float32, row []uint16, panels, stride int) bool { return false }
+
 // dotRows is only called when useAsm is set, which it never is here.
 func dotRows(k16 int, a, b []float32, ldb int, out *[4]float32) {
 	panic("gemm: dotRows without an assembly kernel")

@@ -74,7 +74,7 @@ func (w *workspace) packB(g *problem, p0, kc, j0, nc int) []float32 {
 // packB packs the kc×nc block of op(B) at (p0, j0) into dst.
 func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
 	if g.b16 != nil {
-		packPanels(dst, g.b16, g.ldb, g.transB, p0, kc, j0, nc, widen)
+		packBWiden(dst, g, p0, kc, j0, nc)
 		return
 	}
 	b, ldb := g.b, g.ldb
@@ -125,12 +125,52 @@ func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
 	}
 }
 
+// packBWiden is packB for a B stored in bfloat16 (SgemmBF16): the same
+// float32 panels, each value widened as it is packed, by the assembly
+// helpers of packB where it has them. A transposed B's full panel has its
+// nr stored rows widened into tmp first, which packTrans then transposes
+// as it does a float32 B's rows.
+func packBWiden(dst []float32, g *problem, p0, kc, j0, nc int) {
+	b, ldb := g.b16, g.ldb
+	full := nc / nr * nr
+	if !g.transB {
+		for p := 0; p < kc; p++ {
+			row := b[(p0+p)*ldb+j0 : (p0+p)*ldb+j0+nc]
+			if packRowBF16Asm(dst[p*nr:], row, full/nr, nr*kc) {
+				continue
+			}
+			for q := 0; q < full; q += nr {
+				widen(dst[q*kc+p*nr:q*kc+p*nr+nr], row[q:])
+			}
+		}
+	} else {
+		var tmp [nr * kcMax]float32
+		for q := 0; q < full; q += nr {
+			pan := dst[q*kc : q*kc+nr*kc]
+			for j := 0; j < nr; j++ {
+				o := (j0+q+j)*ldb + p0
+				widen(tmp[j*kc:j*kc+kc], b[o:o+kc])
+			}
+			done := packTrans(pan, tmp[:], 0, kc, kc)
+			for j := 0; j < nr && done < kc; j++ {
+				d := pan[done*nr+j:]
+				for p, v := range tmp[j*kc+done : j*kc+kc] {
+					d[p*nr] = v
+				}
+			}
+		}
+	}
+	if full < nc {
+		// The last, partial panel (packPanels zeroes its missing columns).
+		packPanels(dst[full*kc:], b, ldb, g.transB, p0, kc, j0+full, nc-full, widen)
+	}
+}
+
 // packPanels packs the kc×nc block of op(B) at (p0, j0) of a B stored as
 // S into panels of D laid out as packB's, converting the values with
 // convert (dst[i] = src[i] converted, for i < len(dst)): the packing of
-// bfloat16 panels (from bf16 or bf16-exact float32 weights) and of
-// float32 panels from bf16 weights, which the assembly helpers of packB do
-// not cover. A transposed B's stored row (a lane of the panel) is
+// bfloat16 panels (from bf16 or bf16-exact float32 weights), and the last,
+// partial panel of float32 ones from bf16 weights (packBWiden). A transposed B's stored row (a lane of the panel) is
 // converted whole into tmp, then scattered, so convert runs once per row,
 // not once per value.
 func packPanels[S, D float32 | uint16](dst []D, b []S, ldb int, transB bool, p0, kc, j0, nc int, convert func(dst []D, src []S)) {
