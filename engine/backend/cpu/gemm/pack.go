@@ -64,6 +64,25 @@ func (w *workspace) packA(g *problem, i0, mc, p0, kc int) []float32 {
 	return dst
 }
 
+// widenA widens the stored values of a bfloat16 A (g.a16) that the mc×kc
+// block of op(A) at (i0, p0) reads into the workspace, and returns them as
+// a float32 matrix and its leading dimension: mc rows of kc (kc rows of mc
+// when A is transposed), op(A)'s block at (0, 0). Widening a block that
+// the kernels then read from the L2, rather than all of A first, saves
+// writing A's float32 copy to memory and reading it back.
+func (w *workspace) widenA(g *problem, i0, mc, p0, kc int) ([]float32, int) {
+	r0, c0, rows, cols := i0, p0, mc, kc
+	if g.transA {
+		r0, c0, rows, cols = p0, i0, kc, mc
+	}
+	w.wa = grow(w.wa, rows*cols)
+	for r := 0; r < rows; r++ {
+		o := (r0+r)*g.lda + c0
+		widen(w.wa[r*cols:(r+1)*cols], g.a16[o:o+cols])
+	}
+	return w.wa, cols
+}
+
 // packB packs the kc×nc block of op(B) at (p0, j0) into the workspace.
 func (w *workspace) packB(g *problem, p0, kc, j0, nc int) []float32 {
 	w.b = grow(w.b, roundUp(nc, nr)*kc)
@@ -144,14 +163,19 @@ func packBWiden(dst []float32, g *problem, p0, kc, j0, nc int) {
 			}
 		}
 	} else {
-		var tmp [nr * kcMax]float32
+		// tmp on the free list: on the stack it would escape (the
+		// assembly's pointers do), a 16 KiB allocation per block.
+		tw := getWorkspace()
+		defer putWorkspace(tw)
+		tw.lanes = grow(tw.lanes, nr*kc)
+		tmp := tw.lanes
 		for q := 0; q < full; q += nr {
 			pan := dst[q*kc : q*kc+nr*kc]
 			for j := 0; j < nr; j++ {
 				o := (j0+q+j)*ldb + p0
 				widen(tmp[j*kc:j*kc+kc], b[o:o+kc])
 			}
-			done := packTrans(pan, tmp[:], 0, kc, kc)
+			done := packTrans(pan, tmp, 0, kc, kc)
 			for j := 0; j < nr && done < kc; j++ {
 				d := pan[done*nr+j:]
 				for p, v := range tmp[j*kc+done : j*kc+kc] {
