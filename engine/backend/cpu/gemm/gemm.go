@@ -503,11 +503,10 @@ func (g *problem) microTile(ws *workspace, ap, av []float32, ald int, bp []float
 // loop reuses the same few megabytes instead of reallocating them after
 // every collection.
 type workspace struct {
-	a, b  []float32
-	wa    []float32            // a block of a bf16 A widened (widenA)
-	lanes []float32            // a panel's rows of a bf16 Bᵀ widened (packBWiden)
-	wide  []float32            // bf16 panels widened (see tile)
-	edge  [mr * 2 * nr]float32 // one tile, nr or 2·nr wide
+	a, b []float32
+	wa   []float32            // a block of a bf16 A widened (widenA)
+	wide []float32            // bf16 panels widened (see tile)
+	edge [mr * 2 * nr]float32 // one tile, nr or 2·nr wide
 }
 
 // workspaces is the free list. It keeps at most maxFree workspaces between

@@ -126,6 +126,19 @@ func packTrans(pan, b []float32, off, ldb, kc int) int {
 	return kc8
 }
 
+// packTransBF16 is packTrans on a bfloat16 B, each value widened.
+func packTransBF16(pan []float32, b []uint16, off, ldb, kc int) int {
+	kc8 := kc / 8 * 8
+	if !useAsm || kc8 == 0 {
+		return 0
+	}
+	_ = b[off+(nr-1)*ldb+kc8-1] // the assembly does no bounds checks
+	_ = pan[nr*kc8-1]
+	packTrans8BF16(&pan[0], &b[off], ldb, kc8)
+	packTrans8BF16(&pan[8], &b[off+8*ldb], ldb, kc8)
+	return kc8
+}
+
 // packRowsAsm packs the k steps [0, kc8) of a full mr-row panel of an A
 // that is not transposed (row i at a[off+i·lda:]), kc8 being kc rounded
 // down to a multiple of 8, and returns kc8; the caller packs the rest.

@@ -47,6 +47,8 @@ func dotRowsBF16(k16 int, a []float32, b []uint16, ldb int, out *[4]float32) {
 func packTrans(pan, b []float32, off, ldb, kc int) int { return 0 }
 
 // packRowsAsm packs nothing here: the caller's scalar loop does it all.
+func packTransBF16(pan []float32, b []uint16, off, ldb, kc int) int { return 0 }
+
 func packRowsAsm(pan, a []float32, off, lda, kc int) int { return 0 }
 
 // packRowAsm does nothing here: the caller's Go loop does the copy.

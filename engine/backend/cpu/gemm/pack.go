@@ -145,10 +145,8 @@ func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
 }
 
 // packBWiden is packB for a B stored in bfloat16 (SgemmBF16): the same
-// float32 panels, each value widened as it is packed, by the assembly
-// helpers of packB where it has them. A transposed B's full panel has its
-// nr stored rows widened into tmp first, which packTrans then transposes
-// as it does a float32 B's rows.
+// float32 panels, each value widened as it is packed, by the bf16 twins of
+// packB's assembly helpers (packRowBF16, packTrans8BF16).
 func packBWiden(dst []float32, g *problem, p0, kc, j0, nc int) {
 	b, ldb := g.b16, g.ldb
 	full := nc / nr * nr
@@ -163,23 +161,15 @@ func packBWiden(dst []float32, g *problem, p0, kc, j0, nc int) {
 			}
 		}
 	} else {
-		// tmp on the free list: on the stack it would escape (the
-		// assembly's pointers do), a 16 KiB allocation per block.
-		tw := getWorkspace()
-		defer putWorkspace(tw)
-		tw.lanes = grow(tw.lanes, nr*kc)
-		tmp := tw.lanes
+		// op(B)[p][j] = b[j·ldb + p]: as packB's float32 rows, widened as
+		// the 8×8 transposes load them.
 		for q := 0; q < full; q += nr {
 			pan := dst[q*kc : q*kc+nr*kc]
-			for j := 0; j < nr; j++ {
-				o := (j0+q+j)*ldb + p0
-				widen(tmp[j*kc:j*kc+kc], b[o:o+kc])
-			}
-			done := packTrans(pan, tmp, 0, kc, kc)
+			done := packTransBF16(pan, b, (j0+q)*ldb+p0, ldb, kc)
 			for j := 0; j < nr && done < kc; j++ {
 				d := pan[done*nr+j:]
-				for p, v := range tmp[j*kc+done : j*kc+kc] {
-					d[p*nr] = v
+				for p, h := range b[(j0+q+j)*ldb+p0+done : (j0+q+j)*ldb+p0+kc] {
+					d[p*nr] = bf16(h)
 				}
 			}
 		}

@@ -218,11 +218,20 @@ func transposePack() {
 		"(ld in elements): 8 rows of a transposed B into 8 lanes of a packed 16-wide panel.",
 		"Requires AVX.",
 	)
-	transpose8(8, func(dst Register, t []VecPhysical) {
+	store16 := func(dst Register, t []VecPhysical) {
 		for e := 0; e < 8; e++ {
 			VMOVUPS(t[e], Mem{Base: dst, Disp: 64 * e})
 		}
-	}, 8*64)
+	}
+	transpose8(8, false, store16, 8*64)
+
+	TEXT("packTrans8BF16", NOSPLIT, "func(dst *float32, src *uint16, ld, kc8 int)")
+	Doc(
+		"packTrans8BF16 is packTrans8 on bfloat16 rows, each value widened to float32:",
+		"dst[16p + r] = src[r·ld + p] widened for r < 8 and p < kc8, a multiple of 8.",
+		"Requires AVX2.",
+	)
+	transpose8(8, true, store16, 8*64)
 
 	TEXT("packRows6", NOSPLIT, "func(dst, src *float32, ld, kc8 int)")
 	Doc(
@@ -230,7 +239,7 @@ func transposePack() {
 		"(ld in elements): the 6 rows of a panel of A into a packed 6-wide panel.",
 		"Requires AVX.",
 	)
-	transpose8(mr, func(dst Register, t []VecPhysical) {
+	transpose8(mr, false, func(dst Register, t []VecPhysical) {
 		// k step e's 6 values are the first 6 lanes of t[e]: each store of
 		// 8 lanes is overlapped by the next one, 6 lanes on; the last
 		// stores 4 + 2 lanes, so nothing is written past the 8 steps.
@@ -248,12 +257,18 @@ func transposePack() {
 // than 8 rows, the last is loaded again for the missing ones), transposed
 // in registers so that t[e] holds k step e of every row in lane order, and
 // stored by store, which advances nothing; dst then moves step bytes on.
-func transpose8(rows int, store func(dst Register, t []VecPhysical), step int) {
+// With half the rows hold bfloat16 values, widened as they are loaded
+// (VPMOVZXWD, VPSLLD 16: exact), so the rest is the float32 transpose.
+func transpose8(rows int, half bool, store func(dst Register, t []VecPhysical), step int) {
 	dst := Load(Param("dst"), RDI)
 	row0 := Load(Param("src"), RSI)
 	ld := Load(Param("ld"), R10)
 	kc := Load(Param("kc8"), RCX)
-	SHLQ(U8(2), ld)
+	elem := 4 // bytes per stored value
+	if half {
+		elem = 2
+	}
+	SHLQ(U8(elem/2), ld)
 	row3, row6 := R9, R11
 	LEAQ(Mem{Base: row0, Index: ld, Scale: 2}, row3)
 	ADDQ(ld, row3) // row0 + 3·ld
@@ -273,7 +288,12 @@ func transpose8(rows int, store func(dst Register, t []VecPhysical), step int) {
 	CMPQ(kc, U8(8))
 	JL(LabelRef("done"))
 	for i := 0; i < rows; i++ {
-		VMOVUPS(rowAt[i], r[i])
+		if half {
+			VPMOVZXWD(rowAt[i], r[i])
+			VPSLLD(U8(16), r[i], r[i])
+		} else {
+			VMOVUPS(rowAt[i], r[i])
+		}
 	}
 	in := func(i int) VecPhysical { return r[min(i, rows-1)] } // a missing row repeats the last
 	// Interleave row pairs: t[2i] = (r[2i][0] r[2i+1][0] r[2i][1] r[2i+1][1] | same for 4,5),
@@ -298,10 +318,10 @@ func transpose8(rows int, store func(dst Register, t []VecPhysical), step int) {
 		VPERM2F128(U8(0x31), r[4+e], r[e], t[4+e])
 	}
 	store(dst, t)
-	ADDQ(U32(32), row0)
-	ADDQ(U32(32), row3)
+	ADDQ(U32(8*elem), row0)
+	ADDQ(U32(8*elem), row3)
 	if rows > 6 {
-		ADDQ(U32(32), row6)
+		ADDQ(U32(8*elem), row6)
 	}
 	ADDQ(U32(step), dst)
 	SUBQ(U8(8), kc)
