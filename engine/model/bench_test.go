@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/backend/cpu"
 	"github.com/ragen-go/ragen/engine/sample"
 )
 
@@ -22,13 +24,27 @@ func BenchmarkTrainStepSmall(b *testing.B) { benchTrainStep(b, 16, 256) }
 // attention (quadratic in T) weighs most.
 func BenchmarkTrainStepSmallLong(b *testing.B) { benchTrainStep(b, 4, 1024) }
 
+// BenchmarkTrainStepSmallBF16 is BenchmarkTrainStepSmall at precision
+// bf16 on the CPU: every product reads bf16 operands (GemmBF16), and the
+// weights' bf16 copy is refreshed after each update.
+func BenchmarkTrainStepSmallBF16(b *testing.B) { benchTrainStepAt(b, Small(), 16, 256, backend.BF16) }
+
 func benchTrainStep(b *testing.B, B, T int) { benchTrainStepConfig(b, Small(), B, T) }
 
 func benchTrainStepConfig(b *testing.B, c Config, B, T int) {
+	benchTrainStepAt(b, c, B, T, backend.F32)
+}
+
+func benchTrainStepAt(b *testing.B, c Config, B, T int, p backend.Precision) {
 	c.VocabSize, c.ValueHead = 512, true
 	m, err := New(c, 1)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if p != backend.F32 {
+		if err := m.Use(cpu.New(), p); err != nil {
+			b.Fatal(err)
+		}
 	}
 	lens := make([]int, B)
 	for i := range lens {
@@ -62,6 +78,7 @@ func benchTrainStepConfig(b *testing.B, c Config, B, T int) {
 			b.Fatal(err)
 		}
 		adamw(m.Params.Data, m.Grads.Data, mom, vel, step)
+		m.Refresh()
 	}
 	b.ReportMetric(float64(b.N*B*T)/time.Since(start).Seconds(), "tok/s")
 }

@@ -89,3 +89,10 @@ func vectorRMSWeight(dw, dy, x []float32, n8 int, r float32) {
 	_, _, _ = dw[n8-1], dy[n8-1], x[n8-1]
 	rmsWeightAVX2(&dw[0], &dy[0], &x[0], n8, r)
 }
+
+// vectorToBF16 sets dst[i] to the bfloat16 bits of backend.RoundBF16(src[i])
+// for i < n16 (a positive multiple of 16).
+func vectorToBF16(dst []uint16, src []float32, n16 int) {
+	_, _ = dst[n16-1], src[n16-1]
+	roundBF16AVX2(&dst[0], &src[0], n16)
+}

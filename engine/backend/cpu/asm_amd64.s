@@ -649,3 +649,100 @@ by8:
 end:
 	VZEROUPPER
 	RET
+
+DATA bf16Bias<>+0(SB)/4, $0x00007fff
+DATA bf16Bias<>+4(SB)/4, $0x00007fff
+DATA bf16Bias<>+8(SB)/4, $0x00007fff
+DATA bf16Bias<>+12(SB)/4, $0x00007fff
+DATA bf16Bias<>+16(SB)/4, $0x00007fff
+DATA bf16Bias<>+20(SB)/4, $0x00007fff
+DATA bf16Bias<>+24(SB)/4, $0x00007fff
+DATA bf16Bias<>+28(SB)/4, $0x00007fff
+GLOBL bf16Bias<>(SB), RODATA|NOPTR, $32
+
+DATA bf16One<>+0(SB)/4, $0x00000001
+DATA bf16One<>+4(SB)/4, $0x00000001
+DATA bf16One<>+8(SB)/4, $0x00000001
+DATA bf16One<>+12(SB)/4, $0x00000001
+DATA bf16One<>+16(SB)/4, $0x00000001
+DATA bf16One<>+20(SB)/4, $0x00000001
+DATA bf16One<>+24(SB)/4, $0x00000001
+DATA bf16One<>+28(SB)/4, $0x00000001
+GLOBL bf16One<>(SB), RODATA|NOPTR, $32
+
+DATA bf16Abs<>+0(SB)/4, $0x7fffffff
+DATA bf16Abs<>+4(SB)/4, $0x7fffffff
+DATA bf16Abs<>+8(SB)/4, $0x7fffffff
+DATA bf16Abs<>+12(SB)/4, $0x7fffffff
+DATA bf16Abs<>+16(SB)/4, $0x7fffffff
+DATA bf16Abs<>+20(SB)/4, $0x7fffffff
+DATA bf16Abs<>+24(SB)/4, $0x7fffffff
+DATA bf16Abs<>+28(SB)/4, $0x7fffffff
+GLOBL bf16Abs<>(SB), RODATA|NOPTR, $32
+
+DATA bf16Inf<>+0(SB)/4, $0x7f800000
+DATA bf16Inf<>+4(SB)/4, $0x7f800000
+DATA bf16Inf<>+8(SB)/4, $0x7f800000
+DATA bf16Inf<>+12(SB)/4, $0x7f800000
+DATA bf16Inf<>+16(SB)/4, $0x7f800000
+DATA bf16Inf<>+20(SB)/4, $0x7f800000
+DATA bf16Inf<>+24(SB)/4, $0x7f800000
+DATA bf16Inf<>+28(SB)/4, $0x7f800000
+GLOBL bf16Inf<>(SB), RODATA|NOPTR, $32
+
+DATA bf16Quiet<>+0(SB)/4, $0x00400000
+DATA bf16Quiet<>+4(SB)/4, $0x00400000
+DATA bf16Quiet<>+8(SB)/4, $0x00400000
+DATA bf16Quiet<>+12(SB)/4, $0x00400000
+DATA bf16Quiet<>+16(SB)/4, $0x00400000
+DATA bf16Quiet<>+20(SB)/4, $0x00400000
+DATA bf16Quiet<>+24(SB)/4, $0x00400000
+DATA bf16Quiet<>+28(SB)/4, $0x00400000
+GLOBL bf16Quiet<>(SB), RODATA|NOPTR, $32
+
+// func roundBF16AVX2(dst *uint16, src *float32, n16 int)
+// Requires: AVX, AVX2
+TEXT ·roundBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ    dst+0(FP), DI
+	MOVQ    src+8(FP), SI
+	MOVQ    n16+16(FP), CX
+	VMOVDQU bf16Bias<>+0(SB), Y10
+	VMOVDQU bf16One<>+0(SB), Y11
+	VMOVDQU bf16Abs<>+0(SB), Y12
+	VMOVDQU bf16Inf<>+0(SB), Y13
+	VMOVDQU bf16Quiet<>+0(SB), Y14
+
+round16:
+	TESTQ     CX, CX
+	JE        rounded
+	VMOVDQU   (SI), Y0
+	VPSRLD    $0x10, Y0, Y2
+	VPAND     Y11, Y2, Y2
+	VPADDD    Y10, Y2, Y2
+	VPADDD    Y0, Y2, Y2
+	VPOR      Y14, Y0, Y4
+	VPAND     Y12, Y0, Y6
+	VPCMPGTD  Y13, Y6, Y6
+	VPBLENDVB Y6, Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VMOVDQU   32(SI), Y1
+	VPSRLD    $0x10, Y1, Y3
+	VPAND     Y11, Y3, Y3
+	VPADDD    Y10, Y3, Y3
+	VPADDD    Y1, Y3, Y3
+	VPOR      Y14, Y1, Y5
+	VPAND     Y12, Y1, Y7
+	VPCMPGTD  Y13, Y7, Y7
+	VPBLENDVB Y7, Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, (DI)
+	ADDQ      $0x40, SI
+	ADDQ      $0x20, DI
+	SUBQ      $0x10, CX
+	JMP       round16
+
+rounded:
+	VZEROUPPER
+	RET

@@ -79,3 +79,9 @@ func rmsBackAVX2(dx *float32, x *float32, w *float32, dy *float32, n8 int, r flo
 //
 //go:noescape
 func rmsWeightAVX2(dw *float32, dy *float32, x *float32, n8 int, r float32)
+
+// roundBF16AVX2 sets dst[i] to the bfloat16 bits of backend.RoundBF16(src[i]) for i < n16
+// (a positive multiple of 16). Requires AVX2.
+//
+//go:noescape
+func roundBF16AVX2(dst *uint16, src *float32, n16 int)

@@ -38,3 +38,5 @@ func vectorRMSScale(y, x, w []float32, n8 int, r float32) { panic("cpu: no vecto
 func vectorRMSBack(dx, x, w, dy []float32, n8 int, r, k float32) { panic("cpu: no vector loops") }
 
 func vectorRMSWeight(dw, dy, x []float32, n8 int, r float32) { panic("cpu: no vector loops") }
+
+func vectorToBF16(dst []uint16, src []float32, n16 int) { panic("cpu: no vector loops") }

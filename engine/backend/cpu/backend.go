@@ -141,6 +141,11 @@ const roundGrain = 1 << 16
 func (*Backend) ToBF16(dst, src backend.Buffer, n int) {
 	d, s := bf(dst)[:n], h(src)[:n]
 	parallel.For(n, roundGrain, func(_, lo, hi int) {
+		// By 16s in assembly where there is some, the rest here.
+		if n16 := vectorLen(hi-lo) / 16 * 16; n16 > 0 {
+			vectorToBF16(d[lo:hi], s[lo:hi], n16)
+			lo += n16
+		}
 		for i := lo; i < hi; i++ {
 			d[i] = uint16(math.Float32bits(backend.RoundBF16(s[i])) >> 16)
 		}

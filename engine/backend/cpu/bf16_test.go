@@ -123,3 +123,32 @@ func TestPackLinearReusesFreedPanels(t *testing.T) {
 		}
 	}
 }
+
+// TestToBF16MatchesRoundBF16: ToBF16 (roundBF16AVX2 for runs of 16, where
+// there is one) gives the bits of backend.RoundBF16 for every top half
+// with the low halves that decide the rounding (zero, just below, at and
+// just above the tie, all ones: ties to even both ways, carries into the
+// exponent and to Inf, subnormals, NaNs whose payload is only in the low
+// half), in a buffer whose length leaves a scalar tail.
+func TestToBF16MatchesRoundBF16(t *testing.T) {
+	if !useAsm {
+		t.Skip("no AVX2 on this machine: ToBF16 is the scalar loop")
+	}
+	lows := []uint32{0, 1, 0x7fff, 0x8000, 0x8001, 0xffff}
+	src := make([]float32, 0, 1<<16*len(lows)+5)
+	for hi := uint32(0); hi < 1<<16; hi++ {
+		for _, lo := range lows {
+			src = append(src, math.Float32frombits(hi<<16|lo))
+		}
+	}
+	src = append(src, 1, 2, 3, 4, 5)
+	b := New()
+	dst, _ := b.AllocBF16(len(src))
+	b.ToBF16(dst, Host(src), len(src))
+	for i, f := range src {
+		want := uint16(math.Float32bits(backend.RoundBF16(f)) >> 16)
+		if got := dst.(HostBF16)[i]; got != want {
+			t.Fatalf("ToBF16(%#08x) = %#04x, want %#04x (RoundBF16)", math.Float32bits(f), got, want)
+		}
+	}
+}

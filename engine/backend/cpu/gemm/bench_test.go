@@ -215,3 +215,28 @@ func BenchmarkSgemmBF16(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWiden is widen on the A of BenchmarkSgemmBF16's largest shape
+// (4096×256): the pass SgemmBF16 makes over A before its product.
+func BenchmarkWiden(b *testing.B) {
+	src := make([]uint16, 4096*256)
+	for i := range src {
+		src[i] = uint16(i)
+	}
+	dst := make([]float32, len(src))
+	for _, asm := range []bool{true, false} {
+		name := "asm"
+		if !asm {
+			name = "go"
+		}
+		b.Run(name, func(b *testing.B) {
+			saved := useAsm
+			useAsm = useAsm && asm
+			defer func() { useAsm = saved }()
+			for b.Loop() {
+				widen(dst, src)
+			}
+			b.ReportMetric(float64(len(src)*b.N)/b.Elapsed().Seconds()/1e9, "Gvalues/s")
+		})
+	}
+}

@@ -34,11 +34,13 @@ func narrow(dst []uint16, src []float32) {
 // keep16 copies bf16 values (packing bf16 panels from bf16).
 func keep16(dst, src []uint16) { copy(dst, src) }
 
-// widen sets dst[i] to src[i] widened, for i < len(dst).
+// widen sets dst[i] to src[i] widened, for i < len(dst): by 16s in
+// assembly where there is some (widenAsm), the rest here.
 func widen(dst []float32, src []uint16) {
 	src = src[:len(dst)]
-	for i, h := range src {
-		dst[i] = bf16(h)
+	done := widenAsm(dst, src)
+	for i, h := range src[done:] {
+		dst[done+i] = bf16(h)
 	}
 }
 
@@ -57,33 +59,25 @@ func ExactBF16(x []float32) bool {
 // SgemmBF16 is Sgemm with A and B stored as bfloat16 (the bits of each
 // value's float32 top half): C = alpha·op(A)·op(B) + beta·C in float32,
 // bit for bit Sgemm on the widened operands. A (in a transformer's
-// products the activations or gradients, the smaller operand) is widened
-// whole into scratch first, so every path of Sgemm reads it as it reads a
-// float32 A (in place, or packed by the assembly packers); B (the
-// weights) is widened as it is packed, and the few-row A·Bᵀ products
-// widen its rows in dot4BF16's registers.
+// products the activations or gradients) is widened a block at a time as
+// the product reaches it (widenA), then read in place or packed as a
+// float32 A is; B (the weights) is widened as it is packed (packBWiden).
+// The few-row A·Bᵀ products (tileDots) widen A's few rows whole first and
+// B's rows in dot4BF16's registers.
 func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
 	checkProblem(transA, transB, m, n, k, len(a), lda, len(b), ldb, c, ldc)
-	if m == 0 || n == 0 {
-		return
-	}
-	ar, ac := m, k
-	if transA {
-		ar, ac = k, m
-	}
-	na := 0
-	if ar > 0 && ac > 0 {
-		na = (ar-1)*lda + ac
-	}
-	buf := wideA.Get().(*[]float32)
-	defer wideA.Put(buf)
-	*buf = grow(*buf, na)
-	aw := *buf
-	parallel.For(na, 1<<16, func(_, lo, hi int) { widen(aw[lo:hi], a[lo:hi]) })
 	g := &problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
-		a: aw, b16: b, c: c, lda: lda, ldb: ldb, ldc: ldc}
+		a16: a, b16: b, c: c, lda: lda, ldb: ldb, ldc: ldc}
 	if g.trivial() {
 		return
+	}
+	if g.dots() {
+		// At most dotMaxRows rows of A, not transposed.
+		buf := wideA.Get().(*[]float32)
+		defer wideA.Put(buf)
+		*buf = grow(*buf, (m-1)*lda+k)
+		g.a, g.a16 = *buf, nil
+		widen(g.a, a)
 	}
 	if 2*float64(m)*float64(n)*float64(k) < parMinFlops {
 		g.serial()
@@ -92,7 +86,7 @@ func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda 
 	g.parallel(parChunkFlops)
 }
 
-// wideA holds SgemmBF16's scratch for the widened A.
+// wideA holds the few rows of A that SgemmBF16 widens for tileDots.
 var wideA = sync.Pool{New: func() any { return new([]float32) }}
 
 // PackBBF16 is PackBInto for a B stored in bfloat16: op(B) packed once,

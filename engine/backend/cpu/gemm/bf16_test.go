@@ -131,3 +131,25 @@ func TestPackIntoReusedMemory(t *testing.T) {
 		}
 	})
 }
+
+// TestWidenMatchesScalar: widen (the assembly widen16 for the leading
+// multiples of 16, where there is one) gives bf16 of each value, for
+// lengths around the multiples of 16 and every 16-bit pattern (NaNs,
+// infinities and subnormals included).
+func TestWidenMatchesScalar(t *testing.T) {
+	kernels(t, func(t *testing.T) {
+		src := make([]uint16, 1<<16+7)
+		for i := range src {
+			src[i] = uint16(i * 40503) // odd: every pattern once in 2¹⁶
+		}
+		for _, n := range []int{0, 1, 15, 16, 17, 31, 33, 255, 1 << 16, len(src)} {
+			dst := make([]float32, n)
+			widen(dst, src)
+			for i, h := range src[:n] {
+				if got, want := math.Float32bits(dst[i]), uint32(h)<<16; got != want {
+					t.Fatalf("n=%d: widen gave %#08x at %d, want %#08x", n, got, i, want)
+				}
+			}
+		}
+	})
+}

@@ -63,7 +63,9 @@
 // does the same for the few-row path, and where A is packed the panels are
 // widened into the workspace first (and for more than streamRows rows,
 // where a block serves many tiles). SgemmBF16 (bf16 A and B, the CPU's
-// GemmBF16) widens A whole into scratch and B as it packs it. Each gives the bits of
+// GemmBF16) widens A a block at a time as the product reaches it (widenA)
+// and B as it packs it (packBWiden), with the generated widen16 and
+// packRowBF16. Each gives the bits of
 // the float32 product of the widened values (bf16_test.go), so bf16
 // storage changes memory and speed, never the numbers (decision 44).
 //

@@ -95,8 +95,10 @@ type problem struct {
 
 	// b16, when set (SgemmBF16, a bf16 PackedB), is the stored B in
 	// bfloat16 instead of b: the packer widens it, and the few-row
-	// products read its rows through dot4BF16.
-	b16 []uint16
+	// products read its rows through dot4BF16. a16, when set (SgemmBF16),
+	// is the stored A in bfloat16 instead of a: tile widens it a block at
+	// a time (widenA).
+	a16, b16 []uint16
 
 	// bPacked, when set, is all of op(B) packed (prepackB): the k block at
 	// pc starts at pc·roundUp(n, nr), column panels in order within it.
@@ -287,8 +289,11 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 		g.tileDots(i0, m, j0, n)
 		return
 	}
-	rows := useAsm && !g.transA && !crowdedRows(g.lda)
 	kb := kBlock(g.k)
+	rows := useAsm && !g.transA && !crowdedRows(g.lda)
+	if g.a16 != nil {
+		rows = useAsm && !g.transA && !crowdedRows(kb) // widenA's rows are kc apart
+	}
 	for jc := 0; jc < n; jc += ncMax {
 		nc := min(ncMax, n-jc)
 		for pc := 0; pc < g.k; pc += kb {
@@ -311,11 +316,25 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 			}
 			for ic := 0; ic < m; ic += mcMax {
 				mc := min(mcMax, m-ic)
-				var ap []float32
-				if !rows {
+				// The block's A: rows in place from (i0+ic, pc) with
+				// rows, else packed (ap).
+				var av, ap []float32
+				ald := g.lda
+				switch {
+				case g.a16 != nil:
+					// The stored block widened whole (it fits the L2),
+					// then read as a float32 A whose block is at (0, 0).
+					blk, ld := ws.widenA(g, i0+ic, mc, pc, kc)
+					av, ald = blk, ld
+					if !rows {
+						ap = ws.packA(&problem{transA: g.transA, a: blk, lda: ld}, 0, mc, 0, kc)
+					}
+				case rows:
+					av = g.a[(i0+ic)*g.lda+pc:]
+				default:
 					ap = ws.packA(g, i0+ic, mc, pc, kc)
 				}
-				g.macro(ws, ap, bp, bp16, i0+ic, mc, j0+jc, nc, pc, kc, beta, rows)
+				g.macro(ws, ap, av, ald, bp, bp16, i0+ic, mc, j0+jc, nc, kc, beta, rows)
 			}
 		}
 	}
@@ -406,8 +425,9 @@ func crowdedRows(lda int) bool {
 // 48 KiB), which give each element the bits of the nr-wide kernels.
 //
 // The panels are bp, or with rows bp16 in bfloat16 (read by the in-place
-// kernels' bf16 twins).
-func (g *problem) macro(ws *workspace, ap, bp []float32, bp16 []uint16, i0, mc, j0, nc, pc, kc int, beta float32, rows bool) {
+// kernels' bf16 twins). A is ap packed, or with rows av in place (the
+// block's first row at av, the next ald on).
+func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, bp16 []uint16, i0, mc, j0, nc, kc int, beta float32, rows bool) {
 	// With at most streamRows rows each B panel serves a few tiles only,
 	// right after it arrives from memory: the kernel prefetches the next.
 	stream := mc <= streamRows
@@ -417,7 +437,7 @@ func (g *problem) macro(ws *workspace, ap, bp []float32, bp16 []uint16, i0, mc, 
 			span = 2 * nr
 		}
 		for ir := 0; ir < mc; ir += mr {
-			g.microTile(ws, ap, bp, bp16, i0, ir, min(mr, mc-ir), j0, jr, min(span, nc-jr), span, pc, kc, beta, rows, stream)
+			g.microTile(ws, ap, av, ald, bp, bp16, i0, ir, min(mr, mc-ir), j0, jr, min(span, nc-jr), span, kc, beta, rows, stream)
 		}
 		jr += span
 	}
@@ -426,11 +446,11 @@ func (g *problem) macro(ws *workspace, ap, bp []float32, bp16 []uint16, i0, mc, 
 // microTile computes the tile of h ≤ mr rows at row ir and w ≤ span
 // columns at column jr of the block at (i0, j0) with the kernel span
 // columns wide (nr, or 2·nr with useWide). With rows, A is read in place
-// (ap unused), h rows by a kernel of that many rows. A tile that is not
+// from av (ap unused), h rows by a kernel of that many rows. A tile that is not
 // whole is computed into the workspace's scratch tile and the part inside
 // merged back, as alpha·acc + beta·C rounded twice (the kernels' own
 // merge is one FMA): the same bits whichever width computed it.
-func (g *problem) microTile(ws *workspace, ap, bp []float32, bp16 []uint16, i0, ir, h, j0, jr, w, span, pc, kc int, beta float32, rows, stream bool) {
+func (g *problem) microTile(ws *workspace, ap, av []float32, ald int, bp []float32, bp16 []uint16, i0, ir, h, j0, jr, w, span, kc int, beta float32, rows, stream bool) {
 	var bpan []float32
 	var bpan16 []uint16
 	if bp16 != nil {
@@ -442,13 +462,13 @@ func (g *problem) microTile(ws *workspace, ap, bp []float32, bp16 []uint16, i0, 
 	run := func(c []float32, ldc int, beta float32) {
 		switch {
 		case bpan16 != nil && span > nr:
-			kernelRowsWideBF16(h, kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan16, c, ldc, g.alpha, beta)
+			kernelRowsWideBF16(h, kc, av[ir*ald:], ald, bpan16, c, ldc, g.alpha, beta)
 		case bpan16 != nil:
-			kernelRowsBF16(h, kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan16, c, ldc, g.alpha, beta, stream)
+			kernelRowsBF16(h, kc, av[ir*ald:], ald, bpan16, c, ldc, g.alpha, beta, stream)
 		case rows && span > nr:
-			kernelRowsWide(h, kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan, c, ldc, g.alpha, beta)
+			kernelRowsWide(h, kc, av[ir*ald:], ald, bpan, c, ldc, g.alpha, beta)
 		case rows:
-			kernelRows(h, kc, g.a[(i0+ir)*g.lda+pc:], g.lda, bpan, c, ldc, g.alpha, beta, stream)
+			kernelRows(h, kc, av[ir*ald:], ald, bpan, c, ldc, g.alpha, beta, stream)
 		case span > nr:
 			kernelWide(kc, ap[ir*kc:ir*kc+mr*kc], bpan, c, ldc, g.alpha, beta)
 		default:
@@ -484,6 +504,7 @@ func (g *problem) microTile(ws *workspace, ap, bp []float32, bp16 []uint16, i0, 
 // every collection.
 type workspace struct {
 	a, b []float32
+	wa   []float32            // a block of a bf16 A widened (widenA)
 	wide []float32            // bf16 panels widened (see tile)
 	edge [mr * 2 * nr]float32 // one tile, nr or 2·nr wide
 }

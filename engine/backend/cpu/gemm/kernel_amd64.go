@@ -126,6 +126,19 @@ func packTrans(pan, b []float32, off, ldb, kc int) int {
 	return kc8
 }
 
+// packTransBF16 is packTrans on a bfloat16 B, each value widened.
+func packTransBF16(pan []float32, b []uint16, off, ldb, kc int) int {
+	kc8 := kc / 8 * 8
+	if !useAsm || kc8 == 0 {
+		return 0
+	}
+	_ = b[off+(nr-1)*ldb+kc8-1] // the assembly does no bounds checks
+	_ = pan[nr*kc8-1]
+	packTrans8BF16(&pan[0], &b[off], ldb, kc8)
+	packTrans8BF16(&pan[8], &b[off+8*ldb], ldb, kc8)
+	return kc8
+}
+
 // packRowsAsm packs the k steps [0, kc8) of a full mr-row panel of an A
 // that is not transposed (row i at a[off+i·lda:]), kc8 being kc rounded
 // down to a multiple of 8, and returns kc8; the caller packs the rest.
@@ -200,4 +213,28 @@ func combRows(width, k int, w, b []float32, ldb int, out []float32) {
 		return
 	}
 	comb32(k, &w[0], &b[0], ldb, &out[0])
+}
+
+// widenAsm widens the leading multiple of 16 values of dst from src
+// (len(src) ≥ len(dst)) with the assembly widen16 and returns how many it
+// did; the caller widens the rest.
+func widenAsm(dst []float32, src []uint16) int {
+	n16 := len(dst) / 16 * 16
+	if !useAsm || n16 == 0 {
+		return 0
+	}
+	_ = src[n16-1] // the assembly does no bounds checks
+	widen16(&dst[0], &src[0], n16)
+	return n16
+}
+
+// packRowBF16Asm is packRowAsm on a bfloat16 row, widened as it is copied.
+func packRowBF16Asm(dst []float32, row []uint16, panels, stride int) bool {
+	if !useAsm || panels == 0 {
+		return false
+	}
+	_ = row[panels*nr-1] // the assembly does no bounds checks
+	_ = dst[(panels-1)*stride+nr-1]
+	packRowBF16(&dst[0], &row[0], panels, stride)
+	return true
 }

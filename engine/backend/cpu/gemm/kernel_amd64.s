@@ -6381,6 +6381,81 @@ done:
 	VZEROUPPER
 	RET
 
+// func packTrans8BF16(dst *float32, src *uint16, ld int, kc8 int)
+// Requires: AVX, AVX2
+TEXT ·packTrans8BF16(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), R10
+	MOVQ kc8+24(FP), CX
+	SHLQ $0x01, R10
+	LEAQ (SI)(R10*2), R9
+	ADDQ R10, R9
+	LEAQ (R9)(R10*2), R11
+	ADDQ R10, R11
+
+block:
+	CMPQ       CX, $0x08
+	JL         done
+	VPMOVZXWD  (SI), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VPMOVZXWD  (SI)(R10*1), Y1
+	VPSLLD     $0x10, Y1, Y1
+	VPMOVZXWD  (SI)(R10*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VPMOVZXWD  (R9), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VPMOVZXWD  (R9)(R10*1), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VPMOVZXWD  (R9)(R10*2), Y5
+	VPSLLD     $0x10, Y5, Y5
+	VPMOVZXWD  (R11), Y6
+	VPSLLD     $0x10, Y6, Y6
+	VPMOVZXWD  (R11)(R10*1), Y7
+	VPSLLD     $0x10, Y7, Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y9
+	VUNPCKLPS  Y3, Y2, Y10
+	VUNPCKHPS  Y3, Y2, Y11
+	VUNPCKLPS  Y5, Y4, Y12
+	VUNPCKHPS  Y5, Y4, Y13
+	VUNPCKLPS  Y7, Y6, Y14
+	VUNPCKHPS  Y7, Y6, Y15
+	VSHUFPS    $0x44, Y10, Y8, Y0
+	VSHUFPS    $0xee, Y10, Y8, Y1
+	VSHUFPS    $0x44, Y11, Y9, Y2
+	VSHUFPS    $0xee, Y11, Y9, Y3
+	VSHUFPS    $0x44, Y14, Y12, Y4
+	VSHUFPS    $0xee, Y14, Y12, Y5
+	VSHUFPS    $0x44, Y15, Y13, Y6
+	VSHUFPS    $0xee, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS    Y8, (DI)
+	VMOVUPS    Y9, 64(DI)
+	VMOVUPS    Y10, 128(DI)
+	VMOVUPS    Y11, 192(DI)
+	VMOVUPS    Y12, 256(DI)
+	VMOVUPS    Y13, 320(DI)
+	VMOVUPS    Y14, 384(DI)
+	VMOVUPS    Y15, 448(DI)
+	ADDQ       $0x00000010, SI
+	ADDQ       $0x00000010, R9
+	ADDQ       $0x00000010, R11
+	ADDQ       $0x00000200, DI
+	SUBQ       $0x08, CX
+	JMP        block
+
+done:
+	VZEROUPPER
+	RET
+
 // func packRows6(dst *float32, src *float32, ld int, kc8 int)
 // Requires: AVX
 TEXT ·packRows6(SB), NOSPLIT, $0-32
@@ -6467,6 +6542,59 @@ panel:
 	JMP     panel
 
 done:
+	VZEROUPPER
+	RET
+
+// func widen16(dst *float32, src *uint16, n int)
+// Requires: AVX, AVX2
+TEXT ·widen16(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $0x04, CX
+
+widen:
+	TESTQ     CX, CX
+	JE        widened
+	VPMOVZXWD (SI), Y0
+	VPMOVZXWD 16(SI), Y1
+	VPSLLD    $0x10, Y0, Y0
+	VPSLLD    $0x10, Y1, Y1
+	VMOVUPS   Y0, (DI)
+	VMOVUPS   Y1, 32(DI)
+	ADDQ      $0x20, SI
+	ADDQ      $0x40, DI
+	DECQ      CX
+	JMP       widen
+
+widened:
+	VZEROUPPER
+	RET
+
+// func packRowBF16(dst *float32, src *uint16, panels int, stride int)
+// Requires: AVX, AVX2
+TEXT ·packRowBF16(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ panels+16(FP), CX
+	MOVQ stride+24(FP), DX
+	SHLQ $0x02, DX
+
+panel16:
+	TESTQ     CX, CX
+	JE        packed16
+	VPMOVZXWD (SI), Y0
+	VPMOVZXWD 16(SI), Y1
+	VPSLLD    $0x10, Y0, Y0
+	VPSLLD    $0x10, Y1, Y1
+	VMOVUPS   Y0, (DI)
+	VMOVUPS   Y1, 32(DI)
+	ADDQ      $0x20, SI
+	ADDQ      DX, DI
+	DECQ      CX
+	JMP       panel16
+
+packed16:
 	VZEROUPPER
 	RET
 

@@ -168,6 +168,11 @@ func kernelAVX512BF16Rows1(kc int, a *float32, lda int, b *uint16, c *float32, l
 // Requires AVX.
 func packTrans8(dst *float32, src *float32, ld int, kc8 int)
 
+// packTrans8BF16 is packTrans8 on bfloat16 rows, each value widened to float32:
+// dst[16p + r] = src[r·ld + p] widened for r < 8 and p < kc8, a multiple of 8.
+// Requires AVX2.
+func packTrans8BF16(dst *float32, src *uint16, ld int, kc8 int)
+
 // packRows6 sets dst[6p + r] = src[r·ld + p] for r < 6 and p < kc8, a multiple of 8
 // (ld in elements): the 6 rows of a panel of A into a packed 6-wide panel.
 // Requires AVX.
@@ -177,6 +182,15 @@ func packRows6(dst *float32, src *float32, ld int, kc8 int)
 // (stride in elements): one row of B into its place in each packed panel.
 // Requires AVX.
 func packRow(dst *float32, src *float32, panels int, stride int)
+
+// widen16 sets dst[i] to the float32 of the bfloat16 src[i] for i < n, n a multiple of 16.
+// Requires AVX2.
+func widen16(dst *float32, src *uint16, n int)
+
+// packRowBF16 is packRow on a bfloat16 row: src[16q : 16q+16] widened to float32 into
+// dst[q·stride : q·stride+16] for q < panels (stride in elements).
+// Requires AVX2.
+func packRowBF16(dst *float32, src *uint16, panels int, stride int)
 
 // packCols6 sets dst[6p + i] = src[p·lda + i] for i < 6 and p < kc (lda in elements).
 // Requires AVX.

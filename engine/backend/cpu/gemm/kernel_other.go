@@ -47,10 +47,16 @@ func dotRowsBF16(k16 int, a []float32, b []uint16, ldb int, out *[4]float32) {
 func packTrans(pan, b []float32, off, ldb, kc int) int { return 0 }
 
 // packRowsAsm packs nothing here: the caller's scalar loop does it all.
+func packTransBF16(pan []float32, b []uint16, off, ldb, kc int) int { return 0 }
+
 func packRowsAsm(pan, a []float32, off, lda, kc int) int { return 0 }
 
 // packRowAsm does nothing here: the caller's Go loop does the copy.
 func packRowAsm(dst, row []float32, panels, stride int) bool { return false }
+
+func widenAsm(dst []float32, src []uint16) int { return 0 }
+
+func packRowBF16Asm(dst []float32, row []uint16, panels, stride int) bool { return false }
 
 // dotRows is only called when useAsm is set, which it never is here.
 func dotRows(k16 int, a, b []float32, ldb int, out *[4]float32) {

@@ -64,6 +64,25 @@ func (w *workspace) packA(g *problem, i0, mc, p0, kc int) []float32 {
 	return dst
 }
 
+// widenA widens the stored values of a bfloat16 A (g.a16) that the mc×kc
+// block of op(A) at (i0, p0) reads into the workspace, and returns them as
+// a float32 matrix and its leading dimension: mc rows of kc (kc rows of mc
+// when A is transposed), op(A)'s block at (0, 0). Widening a block that
+// the kernels then read from the L2, rather than all of A first, saves
+// writing A's float32 copy to memory and reading it back.
+func (w *workspace) widenA(g *problem, i0, mc, p0, kc int) ([]float32, int) {
+	r0, c0, rows, cols := i0, p0, mc, kc
+	if g.transA {
+		r0, c0, rows, cols = p0, i0, kc, mc
+	}
+	w.wa = grow(w.wa, rows*cols)
+	for r := 0; r < rows; r++ {
+		o := (r0+r)*g.lda + c0
+		widen(w.wa[r*cols:(r+1)*cols], g.a16[o:o+cols])
+	}
+	return w.wa, cols
+}
+
 // packB packs the kc×nc block of op(B) at (p0, j0) into the workspace.
 func (w *workspace) packB(g *problem, p0, kc, j0, nc int) []float32 {
 	w.b = grow(w.b, roundUp(nc, nr)*kc)
@@ -74,7 +93,7 @@ func (w *workspace) packB(g *problem, p0, kc, j0, nc int) []float32 {
 // packB packs the kc×nc block of op(B) at (p0, j0) into dst.
 func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
 	if g.b16 != nil {
-		packPanels(dst, g.b16, g.ldb, g.transB, p0, kc, j0, nc, widen)
+		packBWiden(dst, g, p0, kc, j0, nc)
 		return
 	}
 	b, ldb := g.b, g.ldb
@@ -125,12 +144,47 @@ func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
 	}
 }
 
+// packBWiden is packB for a B stored in bfloat16 (SgemmBF16): the same
+// float32 panels, each value widened as it is packed, by the bf16 twins of
+// packB's assembly helpers (packRowBF16, packTrans8BF16).
+func packBWiden(dst []float32, g *problem, p0, kc, j0, nc int) {
+	b, ldb := g.b16, g.ldb
+	full := nc / nr * nr
+	if !g.transB {
+		for p := 0; p < kc; p++ {
+			row := b[(p0+p)*ldb+j0 : (p0+p)*ldb+j0+nc]
+			if packRowBF16Asm(dst[p*nr:], row, full/nr, nr*kc) {
+				continue
+			}
+			for q := 0; q < full; q += nr {
+				widen(dst[q*kc+p*nr:q*kc+p*nr+nr], row[q:])
+			}
+		}
+	} else {
+		// op(B)[p][j] = b[j·ldb + p]: as packB's float32 rows, widened as
+		// the 8×8 transposes load them.
+		for q := 0; q < full; q += nr {
+			pan := dst[q*kc : q*kc+nr*kc]
+			done := packTransBF16(pan, b, (j0+q)*ldb+p0, ldb, kc)
+			for j := 0; j < nr && done < kc; j++ {
+				d := pan[done*nr+j:]
+				for p, h := range b[(j0+q+j)*ldb+p0+done : (j0+q+j)*ldb+p0+kc] {
+					d[p*nr] = bf16(h)
+				}
+			}
+		}
+	}
+	if full < nc {
+		// The last, partial panel (packPanels zeroes its missing columns).
+		packPanels(dst[full*kc:], b, ldb, g.transB, p0, kc, j0+full, nc-full, widen)
+	}
+}
+
 // packPanels packs the kc×nc block of op(B) at (p0, j0) of a B stored as
 // S into panels of D laid out as packB's, converting the values with
 // convert (dst[i] = src[i] converted, for i < len(dst)): the packing of
-// bfloat16 panels (from bf16 or bf16-exact float32 weights) and of
-// float32 panels from bf16 weights, which the assembly helpers of packB do
-// not cover. A transposed B's stored row (a lane of the panel) is
+// bfloat16 panels (from bf16 or bf16-exact float32 weights), and the last,
+// partial panel of float32 ones from bf16 weights (packBWiden). A transposed B's stored row (a lane of the panel) is
 // converted whole into tmp, then scattered, so convert runs once per row,
 // not once per value.
 func packPanels[S, D float32 | uint16](dst []D, b []S, ldb int, transB bool, p0, kc, j0, nc int, convert func(dst []D, src []S)) {

@@ -40,6 +40,7 @@ func main() {
 	exp()
 	vectorLoops()
 	activationLoops()
+	roundBF16Loop()
 	Generate()
 }
 

@@ -160,3 +160,69 @@ func addr(name string) Mem {
 	}
 	return b.Addr
 }
+
+// lanes emits a read-only 32-byte constant holding the bits v in all 8
+// lanes.
+func lanes(name string, v uint32) Mem {
+	m := GLOBL(name, RODATA|NOPTR)
+	for i := 0; i < 8; i++ {
+		DATA(4*i, U32(v))
+	}
+	return m
+}
+
+// roundBF16Loop emits roundBF16AVX2, backend.RoundBF16 on 16 lanes at a
+// time, on the bit patterns as that does: u + 0x7fff + ((u >> 16) & 1),
+// top half kept (round to nearest, ties to even), except that a NaN
+// (|u| > 0x7f800000) keeps its top half with the quiet bit set. Packing
+// two vectors of 32-bit lanes to 16 bits (VPACKUSDW, exact: every lane is
+// below 2¹⁶ after the shift) interleaves their 128-bit halves; VPERMQ puts
+// them back in order.
+func roundBF16Loop() {
+	bias, one := lanes("bf16Bias", 0x7fff), lanes("bf16One", 1)
+	abs, inf, quiet := lanes("bf16Abs", 0x7fffffff), lanes("bf16Inf", 0x7f800000), lanes("bf16Quiet", 0x00400000)
+
+	TEXT("roundBF16AVX2", NOSPLIT, "func(dst *uint16, src *float32, n16 int)")
+	Doc(
+		"roundBF16AVX2 sets dst[i] to the bfloat16 bits of backend.RoundBF16(src[i]) for i < n16",
+		"(a positive multiple of 16). Requires AVX2.",
+	)
+	Pragma("noescape")
+	dst := Load(Param("dst"), RDI)
+	src := Load(Param("src"), RSI)
+	n := Load(Param("n16"), RCX)
+	VMOVDQU(bias, Y10)
+	VMOVDQU(one, Y11)
+	VMOVDQU(abs, Y12)
+	VMOVDQU(inf, Y13)
+	VMOVDQU(quiet, Y14)
+	u := []VecPhysical{Y0, Y1}
+	r := []VecPhysical{Y2, Y3}
+	q := []VecPhysical{Y4, Y5}
+	m := []VecPhysical{Y6, Y7}
+	Label("round16")
+	TESTQ(n, n)
+	JE(LabelRef("rounded"))
+	for v := 0; v < 2; v++ {
+		VMOVDQU(Mem{Base: src, Disp: 32 * v}, u[v])
+		VPSRLD(U8(16), u[v], r[v])
+		VPAND(Y11, r[v], r[v])    // the lowest kept bit
+		VPADDD(Y10, r[v], r[v])   // + 0x7fff
+		VPADDD(u[v], r[v], r[v])  // + u
+		VPOR(Y14, u[v], q[v])     // a NaN made quiet
+		VPAND(Y12, u[v], m[v])    // |u|
+		VPCMPGTD(Y13, m[v], m[v]) // |u| > Inf: NaN
+		VPBLENDVB(m[v], q[v], r[v], r[v])
+		VPSRLD(U8(16), r[v], r[v])
+	}
+	VPACKUSDW(r[1], r[0], r[0])
+	VPERMQ(U8(0xD8), r[0], r[0])
+	VMOVDQU(r[0], Mem{Base: dst})
+	ADDQ(U8(64), src)
+	ADDQ(U8(32), dst)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("round16"))
+	Label("rounded")
+	VZEROUPPER()
+	RET()
+}

@@ -1,7 +1,7 @@
 // Command asmgen writes the assembly of package gemm (kernel_amd64.s and its
 // Go declarations kernel_amd64_stub.go) with avo: the AVX2+FMA and AVX-512
-// micro-kernels described below, three packing helpers (packTrans8,
-// packRow, packCols6) and the dot product kernels for A·Bᵀ with very few
+// micro-kernels described below, the packing helpers (packTrans8, packRow,
+// packCols6, and for bfloat16 operands widen16 and packRowBF16) and the dot product kernels for A·Bᵀ with very few
 // rows (dot4) and for one row against eight (dot8, see Dots), and the
 // weighted sums of rows of one row times a matrix (comb64, comb32, see
 // Combine). Run it through `go generate` in engine/backend/cpu/gemm.
@@ -71,6 +71,7 @@ func main() {
 
 	transposePack()
 	rowPack()
+	widenKernels()
 	colPack()
 	dotKernel(false)
 	dotKernel(true)
@@ -217,11 +218,20 @@ func transposePack() {
 		"(ld in elements): 8 rows of a transposed B into 8 lanes of a packed 16-wide panel.",
 		"Requires AVX.",
 	)
-	transpose8(8, func(dst Register, t []VecPhysical) {
+	store16 := func(dst Register, t []VecPhysical) {
 		for e := 0; e < 8; e++ {
 			VMOVUPS(t[e], Mem{Base: dst, Disp: 64 * e})
 		}
-	}, 8*64)
+	}
+	transpose8(8, false, store16, 8*64)
+
+	TEXT("packTrans8BF16", NOSPLIT, "func(dst *float32, src *uint16, ld, kc8 int)")
+	Doc(
+		"packTrans8BF16 is packTrans8 on bfloat16 rows, each value widened to float32:",
+		"dst[16p + r] = src[r·ld + p] widened for r < 8 and p < kc8, a multiple of 8.",
+		"Requires AVX2.",
+	)
+	transpose8(8, true, store16, 8*64)
 
 	TEXT("packRows6", NOSPLIT, "func(dst, src *float32, ld, kc8 int)")
 	Doc(
@@ -229,7 +239,7 @@ func transposePack() {
 		"(ld in elements): the 6 rows of a panel of A into a packed 6-wide panel.",
 		"Requires AVX.",
 	)
-	transpose8(mr, func(dst Register, t []VecPhysical) {
+	transpose8(mr, false, func(dst Register, t []VecPhysical) {
 		// k step e's 6 values are the first 6 lanes of t[e]: each store of
 		// 8 lanes is overlapped by the next one, 6 lanes on; the last
 		// stores 4 + 2 lanes, so nothing is written past the 8 steps.
@@ -247,12 +257,18 @@ func transposePack() {
 // than 8 rows, the last is loaded again for the missing ones), transposed
 // in registers so that t[e] holds k step e of every row in lane order, and
 // stored by store, which advances nothing; dst then moves step bytes on.
-func transpose8(rows int, store func(dst Register, t []VecPhysical), step int) {
+// With half the rows hold bfloat16 values, widened as they are loaded
+// (VPMOVZXWD, VPSLLD 16: exact), so the rest is the float32 transpose.
+func transpose8(rows int, half bool, store func(dst Register, t []VecPhysical), step int) {
 	dst := Load(Param("dst"), RDI)
 	row0 := Load(Param("src"), RSI)
 	ld := Load(Param("ld"), R10)
 	kc := Load(Param("kc8"), RCX)
-	SHLQ(U8(2), ld)
+	elem := 4 // bytes per stored value
+	if half {
+		elem = 2
+	}
+	SHLQ(U8(elem/2), ld)
 	row3, row6 := R9, R11
 	LEAQ(Mem{Base: row0, Index: ld, Scale: 2}, row3)
 	ADDQ(ld, row3) // row0 + 3·ld
@@ -272,7 +288,12 @@ func transpose8(rows int, store func(dst Register, t []VecPhysical), step int) {
 	CMPQ(kc, U8(8))
 	JL(LabelRef("done"))
 	for i := 0; i < rows; i++ {
-		VMOVUPS(rowAt[i], r[i])
+		if half {
+			VPMOVZXWD(rowAt[i], r[i])
+			VPSLLD(U8(16), r[i], r[i])
+		} else {
+			VMOVUPS(rowAt[i], r[i])
+		}
 	}
 	in := func(i int) VecPhysical { return r[min(i, rows-1)] } // a missing row repeats the last
 	// Interleave row pairs: t[2i] = (r[2i][0] r[2i+1][0] r[2i][1] r[2i+1][1] | same for 4,5),
@@ -297,10 +318,10 @@ func transpose8(rows int, store func(dst Register, t []VecPhysical), step int) {
 		VPERM2F128(U8(0x31), r[4+e], r[e], t[4+e])
 	}
 	store(dst, t)
-	ADDQ(U32(32), row0)
-	ADDQ(U32(32), row3)
+	ADDQ(U32(8*elem), row0)
+	ADDQ(U32(8*elem), row3)
 	if rows > 6 {
-		ADDQ(U32(32), row6)
+		ADDQ(U32(8*elem), row6)
 	}
 	ADDQ(U32(step), dst)
 	SUBQ(U8(8), kc)
@@ -483,6 +504,67 @@ func rowPack() {
 	DECQ(n)
 	JMP(LabelRef("panel"))
 	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// widenKernels emits widen16, the widening of bfloat16 values to float32
+// (VPMOVZXWD zero-extends each to 32 bits, VPSLLD 16 moves it to the top
+// half: the float32 with the same value, exactly), and packRowBF16, packRow
+// on a bf16 row. SgemmBF16 widens its A and packs its B with them; as Go
+// loops they cost a bf16 product 10–30% of the float32 one.
+func widenKernels() {
+	TEXT("widen16", NOSPLIT, "func(dst *float32, src *uint16, n int)")
+	Doc(
+		"widen16 sets dst[i] to the float32 of the bfloat16 src[i] for i < n, n a multiple of 16.",
+		"Requires AVX2.",
+	)
+	dst := Load(Param("dst"), RDI)
+	src := Load(Param("src"), RSI)
+	n := Load(Param("n"), RCX)
+	SHRQ(U8(4), n)
+	Label("widen")
+	TESTQ(n, n)
+	JE(LabelRef("widened"))
+	VPMOVZXWD(Mem{Base: src}, Y0)
+	VPMOVZXWD(Mem{Base: src, Disp: 16}, Y1)
+	VPSLLD(U8(16), Y0, Y0)
+	VPSLLD(U8(16), Y1, Y1)
+	VMOVUPS(Y0, Mem{Base: dst})
+	VMOVUPS(Y1, Mem{Base: dst, Disp: 32})
+	ADDQ(U8(32), src)
+	ADDQ(U8(64), dst)
+	DECQ(n)
+	JMP(LabelRef("widen"))
+	Label("widened")
+	VZEROUPPER()
+	RET()
+
+	TEXT("packRowBF16", NOSPLIT, "func(dst *float32, src *uint16, panels, stride int)")
+	Doc(
+		"packRowBF16 is packRow on a bfloat16 row: src[16q : 16q+16] widened to float32 into",
+		"dst[q·stride : q·stride+16] for q < panels (stride in elements).",
+		"Requires AVX2.",
+	)
+	dst = Load(Param("dst"), RDI)
+	src = Load(Param("src"), RSI)
+	n = Load(Param("panels"), RCX)
+	stride := Load(Param("stride"), RDX)
+	SHLQ(U8(2), stride)
+	Label("panel16")
+	TESTQ(n, n)
+	JE(LabelRef("packed16"))
+	VPMOVZXWD(Mem{Base: src}, Y0)
+	VPMOVZXWD(Mem{Base: src, Disp: 16}, Y1)
+	VPSLLD(U8(16), Y0, Y0)
+	VPSLLD(U8(16), Y1, Y1)
+	VMOVUPS(Y0, Mem{Base: dst})
+	VMOVUPS(Y1, Mem{Base: dst, Disp: 32})
+	ADDQ(U8(32), src)
+	ADDQ(stride, dst)
+	DECQ(n)
+	JMP(LabelRef("panel16"))
+	Label("packed16")
 	VZEROUPPER()
 	RET()
 }
