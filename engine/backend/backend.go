@@ -94,6 +94,10 @@ type Backend interface {
 	// float32. Products of bf16 values are exact in float32, so it differs
 	// from Gemm on the widened inputs only in the order of the sums.
 	GemmBF16(transA, transB bool, M, N, K int, alpha float32, a Buffer, lda int, b Buffer, ldb int, beta float32, c Buffer, ldc int)
+	// GemmBF16B is Gemm with a float32 a and a bf16 b (the weights of a
+	// float32 product held as bf16 only, decision 44): bit for bit Gemm on
+	// the widened b, whose values are exact in float32.
+	GemmBF16B(transA, transB bool, M, N, K int, alpha float32, a Buffer, lda int, b Buffer, ldb int, beta float32, c Buffer, ldc int)
 	// AllocBF16 returns a zeroed buffer of n bfloat16 values (Len n). Free
 	// and Slice (offsets in bf16 values) take it too.
 	AllocBF16(n int) (Buffer, error)

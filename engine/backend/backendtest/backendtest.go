@@ -178,6 +178,12 @@ var ops = []op{
 		out := c.in(M*N, 1)
 		c.b.GemmBF16(false, true, M, N, K, 1, a, K, b, K, 0, c.out(out), N)
 	}},
+	{"gemm-bf16-b", func(c *call, s shape) {
+		M, N, K := s.T(), s.C(), s.KV()
+		a, b := c.in(M*K, 1), bf16(c, c.in(K*N, 1), K*N)
+		out := c.in(M*N, 1)
+		c.b.GemmBF16B(false, false, M, N, K, 1, a, K, b, N, 0.5, c.out(out), N)
+	}},
 	{"add-bias", func(c *call, s shape) {
 		out := c.in(s.T()*s.C(), 1)
 		c.b.AddBias(c.out(out), c.in(s.C(), 1), s.T(), s.C())

@@ -104,6 +104,10 @@ func (n Naive) GemmBF16(transA, transB bool, M, N, K int, alpha float32, a backe
 	n.Gemm(transA, transB, M, N, K, alpha, nbuf(a.(nbf16)), lda, nbuf(b.(nbf16)), ldb, beta, c, ldc)
 }
 
+func (n Naive) GemmBF16B(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, b backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
+	n.Gemm(transA, transB, M, N, K, alpha, a, lda, nbuf(b.(nbf16)), ldb, beta, c, ldc)
+}
+
 func (Naive) ToBF16(dst, src backend.Buffer, n int) {
 	d, s := dst.(nbf16), fl(src)
 	for i := range n {

@@ -135,6 +135,10 @@ func (*Backend) GemmBF16(transA, transB bool, M, N, K int, alpha float32, a back
 	gemm.SgemmBF16(transA, transB, M, N, K, alpha, bf(a), lda, bf(b), ldb, beta, h(c), ldc)
 }
 
+func (*Backend) GemmBF16B(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, b backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
+	gemm.SgemmBF16B(transA, transB, M, N, K, alpha, h(a), lda, bf(b), ldb, beta, h(c), ldc)
+}
+
 // roundGrain is the values per parallel chunk of ToBF16.
 const roundGrain = 1 << 16
 
