@@ -184,6 +184,11 @@ var ops = []op{
 		out := c.in(M*N, 1)
 		c.b.GemmBF16B(false, false, M, N, K, 1, a, K, b, N, 0.5, c.out(out), N)
 	}},
+	{"from-bf16", func(c *call, s shape) {
+		n := s.T() * s.C()
+		x := c.in(n, 1)
+		c.b.FromBF16(c.out(x), bf16(c, c.in(n, 1), n), n)
+	}},
 	{"add-bias", func(c *call, s shape) {
 		out := c.in(s.T()*s.C(), 1)
 		c.b.AddBias(c.out(out), c.in(s.C(), 1), s.T(), s.C())

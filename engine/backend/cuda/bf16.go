@@ -25,6 +25,9 @@ type bf16buf struct {
 // Len is the number of bf16 values.
 func (x *bf16buf) Len() int { return x.n }
 
+// BF16 marks a bf16 buffer (backend.IsBF16).
+func (*bf16buf) BF16() {}
+
 // addBF16 returns the address of bf16 value number i from p.
 func (p devptr) addBF16(i int) devptr { return p + devptr(2*i) }
 
