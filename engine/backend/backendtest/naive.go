@@ -24,7 +24,7 @@ type (
 
 func (x nbuf) Len() int  { return len(x) }
 func (x nbf16) Len() int { return len(x) }
-func (nbf16) BF16()         {}
+func (nbf16) BF16()      {}
 
 func fl(b backend.Buffer) []float32 {
 	switch x := b.(type) {
