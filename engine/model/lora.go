@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -162,6 +163,9 @@ type adapter struct {
 // model without adapters, the reference policy at no cost — and lives on
 // m's backend at m's precision. Move m first, then make its adapters:
 // moving m afterwards (Use) leaves them reading memory m no longer uses.
+// When every matrix of m is bf16-exact (a model loaded from bf16
+// safetensors), m keeps them as bf16 only from here on (freezeBF16): half
+// the bytes, the same numbers.
 func (m *Model) WithLoRA(l LoRA, valueHead bool, seed uint64) (*Model, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
@@ -230,6 +234,15 @@ func (m *Model) freezeBF16() error {
 		}
 	}
 	b, p := m.b, m.precision
+	// Both copies of the weights are held for a moment: drop the
+	// gradients first (a frozen base gets none; Layout.Size floats, which
+	// the runtime may have zeroed, so resident) and return what the
+	// collector can free (a load's buffers), so the peak is the two copies.
+	if _, ok := backend.HostFloats(m.grads); !ok && m.grads != nil {
+		b.Free(m.grads)
+	}
+	m.Grads, m.grads, m.g = nil, nil, weights{}
+	debug.FreeOSMemory()
 	w16, err := b.AllocBF16(m.Layout.Size)
 	if err != nil {
 		return fmt.Errorf("bf16 copy of the frozen base: %w", err)
@@ -250,7 +263,14 @@ func (m *Model) freezeBF16() error {
 	}
 	m.release()
 	m.b, m.Params, m.Grads, m.w16 = nil, params, nil, w16
-	return m.Use(b, p)
+	if err := m.Use(b, p); err != nil {
+		return err
+	}
+	// Hand the float32 copy (Qwen2.5-0.5B: 2 GB) back to the system now:
+	// left to the collector, it would stay resident while the first
+	// training step takes fresh pages for its activations.
+	debug.FreeOSMemory()
+	return nil
 }
 
 // LoRA returns the model's adapter configuration, nil for a model without

@@ -22,7 +22,10 @@ import (
 type Model struct {
 	Config Config
 	Layout *Layout // size table shared by Params, Grads and optimizer state
-	Params *Buffer // every parameter, one allocation (host copy)
+	// Params is every parameter, one allocation (host copy); of a frozen
+	// base holding its matrices as bf16 only (WithLoRA), the others,
+	// under a layout of their own (Params.Layout; Tensors gives all).
+	Params *Buffer
 	// Grads is ∂loss/∂Params on the host: on the CPU the backend's own
 	// gradients, accumulated by Backward and cleared by ZeroGrad; on a
 	// device backend nil until SyncGrads downloads them.
