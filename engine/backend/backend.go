@@ -19,6 +19,20 @@ type Buffer interface {
 	Len() int
 }
 
+// BF16Buffer is implemented by every backend's bf16 buffers (AllocBF16's
+// and their Slices): a model whose frozen weights are held as bf16 only
+// tells its weights' kind by it (IsBF16).
+type BF16Buffer interface {
+	Buffer
+	BF16()
+}
+
+// IsBF16 reports whether b holds bfloat16 values (a BF16Buffer).
+func IsBF16(b Buffer) bool {
+	_, ok := b.(BF16Buffer)
+	return ok
+}
+
 // HostBuffer is a Buffer whose values live in host memory as float32: the
 // CPU backend's. Floats returns them without a copy, so code that needs
 // the values on the host (checkpoints, optimizer state) reads them in
@@ -94,9 +108,16 @@ type Backend interface {
 	// float32. Products of bf16 values are exact in float32, so it differs
 	// from Gemm on the widened inputs only in the order of the sums.
 	GemmBF16(transA, transB bool, M, N, K int, alpha float32, a Buffer, lda int, b Buffer, ldb int, beta float32, c Buffer, ldc int)
+	// GemmBF16B is Gemm with a float32 a and a bf16 b (the weights of a
+	// float32 product held as bf16 only, decision 44): bit for bit Gemm on
+	// the widened b, whose values are exact in float32.
+	GemmBF16B(transA, transB bool, M, N, K int, alpha float32, a Buffer, lda int, b Buffer, ldb int, beta float32, c Buffer, ldc int)
 	// AllocBF16 returns a zeroed buffer of n bfloat16 values (Len n). Free
 	// and Slice (offsets in bf16 values) take it too.
 	AllocBF16(n int) (Buffer, error)
+	// FromBF16 widens n bf16 values of src into the float32 buffer dst
+	// (exact).
+	FromBF16(dst, src Buffer, n int)
 	// ToBF16 rounds n floats of src to bf16, to nearest with ties to even
 	// (RoundBF16), into the bf16 buffer dst.
 	ToBF16(dst, src Buffer, n int)

@@ -36,6 +36,9 @@ import (
 //	         layer of the frozen model (model.WithLoRA)
 //	lora-long  the LoRA step over 4 × 512 tokens with activation
 //	         recomputation (SetRecompute), RAGEN-sized
+//	lora-bf16  the lora step after rounding every parameter to bf16 (a
+//	         bf16 checkpoint): the frozen base holds its matrices as bf16
+//	         only (decision 44)
 //
 // The decode rows run two decoders in turn, the second (suffix _2nd)
 // packing into the first's freed panels as a training run's later rollouts
@@ -269,6 +272,14 @@ func BenchmarkQwen05B(b *testing.B) {
 		reportMemory(b)
 	}
 	b.Run("lora", func(b *testing.B) { loraStep(b, B, prompt+gen, false) })
+	b.Run("lora-bf16", func(b *testing.B) {
+		if len(m.Params.Data) == m.Layout.Size { // not frozen yet
+			for i, v := range m.Params.Data {
+				m.Params.Data[i] = backend.RoundBF16(v)
+			}
+		}
+		loraStep(b, B, prompt+gen, false)
+	})
 	b.Run("lora-long", func(b *testing.B) { loraStep(b, 4, 512, true) })
 }
 
@@ -284,7 +295,8 @@ func cpuTime() float64 {
 }
 
 // reportMemory reports the process's peak resident set and the Go heap in
-// use, in GB.
+// use, in GB, and the live heap after a collection (what the row's models
+// hold, without garbage not yet collected).
 func reportMemory(b *testing.B) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
@@ -293,4 +305,7 @@ func reportMemory(b *testing.B) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<30), "heap_GB")
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<30), "live_GB")
 }

@@ -58,7 +58,11 @@ func Save(dir string, m *model.Model, tok *tokenizer.Tokenizer, tmpl *ChatTempla
 	if err != nil {
 		return fail(err)
 	}
-	if err := checkpoint.SaveDir(dir, checkpoint.Checkpoint{Model: m.Tensors(), Config: cfg, Tokenizer: tokJSON}); err != nil {
+	tensors, err := m.Tensors()
+	if err != nil {
+		return fail(err)
+	}
+	if err := checkpoint.SaveDir(dir, checkpoint.Checkpoint{Model: tensors, Config: cfg, Tokenizer: tokJSON}); err != nil {
 		return err
 	}
 	sp := tok.SpecialIDs()

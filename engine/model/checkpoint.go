@@ -2,21 +2,57 @@ package model
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
+	"github.com/ragen-go/ragen/engine/backend"
 	"github.com/ragen-go/ragen/engine/checkpoint"
 )
 
 // Tensors returns every parameter as a checkpoint tensor viewing the flat
 // host buffer Params (no copy), under its Hugging Face name; on a device
-// backend call SyncParams first.
-func (m *Model) Tensors() []checkpoint.Tensor {
+// backend call SyncParams first. A base holding its frozen matrices as
+// bf16 only (see WithLoRA) gives them widened, in new memory.
+func (m *Model) Tensors() ([]checkpoint.Tensor, error) {
 	out := make([]checkpoint.Tensor, len(m.Layout.Views))
 	for i, v := range m.Layout.Views {
-		out[i] = checkpoint.Tensor{Name: v.Name, Shape: v.Shape, Data: m.Params.Data[v.Offset : v.Offset+v.Size]}
+		x, err := m.values(v)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = checkpoint.Tensor{Name: v.Name, Shape: v.Shape, Data: x}
 	}
-	return out
+	return out, nil
 }
+
+// values returns the float32 values of view v (of Layout): a view of
+// Params, or for a matrix a frozen base holds as bf16 only (w16) its
+// values widened (exact) into new memory.
+func (m *Model) values(v View) ([]float32, error) {
+	if m.w16 == nil || !frozenView(v) {
+		return m.Params.Slice(v.Name), nil
+	}
+	out := make([]float32, v.Size)
+	b, x := m.b, m.b.Slice(m.w16, v.Offset, v.Size)
+	if hm, ok := b.(backend.HostMemory); ok {
+		b.FromBF16(hm.Wrap(out), x, v.Size)
+		return out, b.Err()
+	}
+	tmp, err := b.Alloc(v.Size)
+	if err != nil {
+		return nil, fmt.Errorf("backend %s: widening %s: %w", b.Name(), v.Name, err)
+	}
+	defer b.Free(tmp)
+	b.FromBF16(tmp, x, v.Size)
+	if err := b.Download(out, tmp); err != nil {
+		return nil, fmt.Errorf("backend %s: %s: %w", b.Name(), v.Name, err)
+	}
+	return out, nil
+}
+
+// errFrozen is the error of loading parameters into, or training, a base
+// that holds its frozen matrices as bf16 only.
+var errFrozen = errors.New("the model is a frozen base holding its matrices as bf16 only (WithLoRA made it so): load or train a model of its own (hf.Load, New)")
 
 // Save writes m as a checkpoint directory (model.safetensors, config.json,
 // tokenizer.json), atomically; extra may add optimizer and trainer state.
@@ -28,7 +64,10 @@ func (m *Model) Save(dir string, tokenizerJSON []byte, extra checkpoint.Checkpoi
 	if err != nil {
 		return err
 	}
-	extra.Model, extra.Config, extra.Tokenizer = m.Tensors(), cfg, tokenizerJSON
+	if extra.Model, err = m.Tensors(); err != nil {
+		return err
+	}
+	extra.Config, extra.Tokenizer = cfg, tokenizerJSON
 	return checkpoint.SaveDir(dir, extra)
 }
 
@@ -73,6 +112,10 @@ func (m *Model) Restore(dir string) (*checkpoint.Dir, error) {
 	if err := json.Unmarshal(d.Config, &c); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("cannot load checkpoint %s: config.json: %w", dir, err)
+	}
+	if m.w16 != nil {
+		d.Close()
+		return nil, fmt.Errorf("cannot load checkpoint %s: %w", dir, errFrozen)
 	}
 	if c != m.Config {
 		d.Close()

@@ -96,17 +96,26 @@ func (m *Model) NewDecoder() (*Decoder, error) {
 	var all []*product
 	for l := range d.layers {
 		w, mm, dl := &m.p.layers[l], &mw.layers[l], &d.layers[l]
-		wt := func(mod module) backend.Buffer {
+		// wt is module mod's weight in a product with the modules of
+		// group: at F32 a frozen base's bf16 matrix is widened when
+		// another module of its group has an adapter folded in (a
+		// float32 weight), so the group's weights are of one kind.
+		wt := func(mod module, group ...module) backend.Buffer {
 			if err == nil {
+				widen := false
+				for _, g := range group {
+					widen = widen || m.half == nil && m.adapterAt(l, g) != nil
+				}
 				var x backend.Buffer
-				x, err = d.fold(l, mod, mm.module(mod), w.module(mod))
+				x, err = d.fold(l, mod, mm.module(mod), w.module(mod), widen)
 				return x
 			}
 			return nil
 		}
-		dl.qkv = product{weights: []backend.Buffer{wt(modQ), wt(modK), wt(modV)}, outs: []int{C, KV, KV}, in: dm}
+		qkv, gateUp := []module{modQ, modK, modV}, []module{modGate, modUp}
+		dl.qkv = product{weights: []backend.Buffer{wt(modQ, qkv...), wt(modK, qkv...), wt(modV, qkv...)}, outs: []int{C, KV, KV}, in: dm}
 		dl.o = product{weights: []backend.Buffer{wt(modO)}, outs: []int{dm}, in: C}
-		dl.gateUp = product{weights: []backend.Buffer{wt(modGate), wt(modUp)}, outs: []int{I, I}, in: dm}
+		dl.gateUp = product{weights: []backend.Buffer{wt(modGate, gateUp...), wt(modUp, gateUp...)}, outs: []int{I, I}, in: dm}
 		if _, ok := b.(backend.Packer); ok {
 			d.fuse(&dl.qkv, l, mm.qkv, modQ, modK, modV)
 			d.fuse(&dl.gateUp, l, mm.gateUp, modGate, modUp)
@@ -153,18 +162,30 @@ func (m *Model) NewDecoder() (*Decoder, error) {
 // module a new one with the adapter folded in, W + s·B·A (rounded to bf16
 // at BF16), so that decoding costs no extra products. (The trainer's
 // log-probabilities come from Forward, which runs the adapters unfolded.)
-func (d *Decoder) fold(l int, mod module, mat, w32 backend.Buffer) (backend.Buffer, error) {
+//
+// w32 is the float32 weight, or the bf16 one of a base holding its frozen
+// matrices as bf16 only, widened here (exact); widen asks for that copy
+// for a module without an adapter too.
+func (d *Decoder) fold(l int, mod module, mat, w32 backend.Buffer, widen bool) (backend.Buffer, error) {
 	m := d.m
 	ad := m.adapterAt(l, mod)
-	if ad == nil {
+	if ad == nil && !(widen && backend.IsBF16(w32)) {
 		return mat, nil
 	}
-	b, n := m.b, ad.in*ad.out
+	b, n := m.b, w32.Len()
 	w, err := b.Alloc(n)
 	if err != nil {
 		return nil, err
 	}
-	b.Copy(w, w32, n)
+	if backend.IsBF16(w32) {
+		b.FromBF16(w, w32, n)
+	} else {
+		b.Copy(w, w32, n)
+	}
+	if ad == nil {
+		d.merged = append(d.merged, w)
+		return w, nil
+	}
 	b.Gemm(false, false, ad.out, ad.in, m.lora.Rank, m.lora.Scale(), ad.b, m.lora.Rank, ad.a, ad.in, 1, w, ad.in)
 	if m.half != nil {
 		h, err := b.AllocBF16(n)

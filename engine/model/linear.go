@@ -51,11 +51,15 @@ func (m *Model) in(slot int, x backend.Buffer, n int) backend.Buffer {
 }
 
 // gemm is Backend.Gemm at F32 and Backend.GemmBF16 at BF16; a and b come
-// from in and mat.
+// from in and mat. At F32 a b held as bf16 only (a frozen base's matrix,
+// freezeBF16) runs GemmBF16B: the bits of Gemm on its float32 values.
 func (m *Model) gemm(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, b backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
-	if m.half != nil {
+	switch {
+	case m.half != nil:
 		m.b.GemmBF16(transA, transB, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc)
-	} else {
+	case backend.IsBF16(b):
+		m.b.GemmBF16B(transA, transB, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc)
+	default:
 		m.b.Gemm(transA, transB, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"strings"
 
 	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/backend/cpu/gemm"
 )
 
 // LoRA configures low-rank adapters on a frozen base model (Hu et al.
@@ -161,6 +163,9 @@ type adapter struct {
 // model without adapters, the reference policy at no cost — and lives on
 // m's backend at m's precision. Move m first, then make its adapters:
 // moving m afterwards (Use) leaves them reading memory m no longer uses.
+// When every matrix of m is bf16-exact (a model loaded from bf16
+// safetensors), m keeps them as bf16 only from here on (freezeBF16): half
+// the bytes, the same numbers.
 func (m *Model) WithLoRA(l LoRA, valueHead bool, seed uint64) (*Model, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
@@ -170,6 +175,9 @@ func (m *Model) WithLoRA(l LoRA, valueHead bool, seed uint64) (*Model, error) {
 	}
 	if !m.Config.LMHead {
 		return nil, errors.New("lora: the base has no LM head (adapters go on a policy's base)")
+	}
+	if err := m.freezeBF16(); err != nil {
+		return nil, fmt.Errorf("lora: %w", err)
 	}
 	c := m.Config
 	if valueHead {
@@ -191,6 +199,78 @@ func (m *Model) WithLoRA(l LoRA, valueHead bool, seed uint64) (*Model, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// keepFrozenF32, set by a test, keeps a frozen base's float32 matrices
+// (the path before freezeBF16, to compare with).
+var keepFrozenF32 = false
+
+// frozenView reports whether the view called name is a matrix a frozen
+// base may hold as bf16 only: a block's projections and an untied LM
+// head. The embedding stays float32 (EmbeddingForward reads float32), and
+// so does a head tied to it; norms and biases are a few KB.
+func frozenView(v View) bool {
+	return v.Decay && v.Name != "model.embed_tokens.weight" && !strings.HasPrefix(v.Name, "value_head.")
+}
+
+// freezeBF16 makes m, about to become a frozen base, hold its matrices
+// (frozenView) as bf16 only when every one of them is bf16-exact (a model
+// loaded from bf16 safetensors and not trained since): one bf16 copy of
+// the Layout (w16, also the bf16 weights at BF16), and Params holding the
+// other views only. Widening a bf16 value is exact and the products read
+// it widened (GemmBF16B, decision 44), so every number stays the same;
+// the float32 matrices' memory is freed (Qwen2.5-0.5B: 2 bytes a frozen
+// parameter). A base with any other value keeps its float32 Params.
+func (m *Model) freezeBF16() error {
+	if m.w16 != nil || keepFrozenF32 || m.base != nil {
+		return nil
+	}
+	if err := m.SyncParams(); err != nil {
+		return err
+	}
+	for _, v := range m.Layout.Views {
+		if frozenView(v) && !gemm.ExactBF16(m.Params.Data[v.Offset:v.Offset+v.Size]) {
+			return nil
+		}
+	}
+	b, p := m.b, m.precision
+	// Both copies of the weights are held for a moment: drop the
+	// gradients first (a frozen base gets none; Layout.Size floats, which
+	// the runtime may have zeroed, so resident) and return what the
+	// collector can free (a load's buffers), so the peak is the two copies.
+	if _, ok := backend.HostFloats(m.grads); !ok && m.grads != nil {
+		b.Free(m.grads)
+	}
+	m.Grads, m.grads, m.g = nil, nil, weights{}
+	debug.FreeOSMemory()
+	w16, err := b.AllocBF16(m.Layout.Size)
+	if err != nil {
+		return fmt.Errorf("bf16 copy of the frozen base: %w", err)
+	}
+	b.ToBF16(w16, m.params, m.Layout.Size) // exact on the frozen views
+	if err := b.Err(); err != nil {
+		return err
+	}
+	rest := &Layout{index: map[string]int{}}
+	for _, v := range m.Layout.Views {
+		if !frozenView(v) {
+			rest.add(v.Name, v.Decay, v.Shape...)
+		}
+	}
+	params := NewBuffer(rest)
+	for _, v := range rest.Views {
+		copy(params.Slice(v.Name), m.Params.Slice(v.Name))
+	}
+	m.release()
+	m.b, m.Params, m.Grads, m.w16 = nil, params, nil, w16
+	if err := m.Use(b, p); err != nil {
+		return err
+	}
+	// Hand the float32 copy (Qwen2.5-0.5B: 2 GB) back to the system now:
+	// left to the collector, it would stay resident while the first
+	// training step takes fresh pages for its activations.
+	debug.FreeOSMemory()
+	return nil
 }
 
 // LoRA returns the model's adapter configuration, nil for a model without

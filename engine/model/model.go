@@ -22,7 +22,10 @@ import (
 type Model struct {
 	Config Config
 	Layout *Layout // size table shared by Params, Grads and optimizer state
-	Params *Buffer // every parameter, one allocation (host copy)
+	// Params is every parameter, one allocation (host copy); of a frozen
+	// base holding its matrices as bf16 only (WithLoRA), the others,
+	// under a layout of their own (Params.Layout; Tensors gives all).
+	Params *Buffer
 	// Grads is ∂loss/∂Params on the host: on the CPU the backend's own
 	// gradients, accumulated by Backward and cleared by ZeroGrad; on a
 	// device backend nil until SyncGrads downloads them.
@@ -30,13 +33,19 @@ type Model struct {
 
 	b             backend.Backend
 	precision     backend.Precision
-	params, grads backend.Buffer    // Layout.Size floats each, on b
-	half          backend.Buffer    // BF16: params rounded to bf16; nil at F32
-	p, g, h       weights           // views of params, grads and half
-	xs            [3]backend.Buffer // BF16: rounded product inputs (see in)
-	cos, sin      backend.Buffer    // rotary tables [MaxPositions, head_dim/2]
-	ws            workspace
-	recompute     bool // SetRecompute
+	params, grads backend.Buffer // Layout.Size floats each, on b
+	half          backend.Buffer // BF16: params rounded to bf16; nil at F32
+	// w16, for a frozen base whose matrices are all bf16-exact (see
+	// freezeBF16), is the bf16 copy of every view of Layout: the block
+	// matrices and an untied LM head are read from it at any precision
+	// (it is half at BF16), and Params (and params, grads) hold only the
+	// other views, laid out by Params.Layout. nil otherwise.
+	w16       backend.Buffer
+	p, g, h   weights           // views of params, grads and half
+	xs        [3]backend.Buffer // BF16: rounded product inputs (see in)
+	cos, sin  backend.Buffer    // rotary tables [MaxPositions, head_dim/2]
+	ws        workspace
+	recompute bool // SetRecompute
 
 	// An adapter model (WithLoRA): the frozen model whose weights it
 	// computes with, its adapters' configuration and, per layer and
@@ -96,6 +105,9 @@ func (m *Model) Use(b backend.Backend, p backend.Precision) error {
 	if b == nil {
 		return errors.New("model: no backend")
 	}
+	if m.w16 != nil && m.b != nil {
+		return fmt.Errorf("model: the base holds its frozen weights as bf16 on %s (made so by WithLoRA) and stays there: move it before making its adapters", m.b.Name())
+	}
 	if m.base != nil && (m.base.b != b || m.base.precision != p) {
 		return fmt.Errorf("model: adapters compute with their base, which is on %s at %s: move the base (Use), then make its adapters", m.base.b.Name(), m.base.precision)
 	}
@@ -112,14 +124,14 @@ func (m *Model) Use(b backend.Backend, p backend.Precision) error {
 		return fmt.Errorf("backend %s: %w", b.Name(), err)
 	}
 	if hm, ok := b.(backend.HostMemory); ok {
-		m.Grads = NewBuffer(m.Layout)
+		m.Grads = NewBuffer(m.Params.Layout)
 		m.params, m.grads = hm.Wrap(m.Params.Data), hm.Wrap(m.Grads.Data)
 	} else {
 		m.Grads = nil
-		if m.params, err = b.Alloc(m.Layout.Size); err != nil {
+		if m.params, err = b.Alloc(m.Params.Layout.Size); err != nil {
 			return fail(fmt.Errorf("parameters: %w", err))
 		}
-		if m.grads, err = b.Alloc(m.Layout.Size); err != nil {
+		if m.grads, err = b.Alloc(m.Params.Layout.Size); err != nil {
 			return fail(fmt.Errorf("gradients: %w", err))
 		}
 		if err := b.Upload(m.params, m.Params.Data); err != nil {
@@ -130,7 +142,11 @@ func (m *Model) Use(b backend.Backend, p backend.Precision) error {
 	if m.base != nil {
 		bp, bh = &m.base.p, &m.base.h
 	}
-	m.p, m.g = m.carve(m.params, bp), m.carve(m.grads, nil)
+	if m.w16 != nil {
+		m.p, m.g = m.carveSplit(m.params, m.w16), m.carveSplit(m.grads, nil)
+	} else {
+		m.p, m.g = m.carve(m.params, bp), m.carve(m.grads, nil)
+	}
 	c := m.Config
 	half := c.HeadDim() / 2
 	cos, sin := make([]float32, c.MaxPositions*half), make([]float32, c.MaxPositions*half)
@@ -141,7 +157,9 @@ func (m *Model) Use(b backend.Backend, p backend.Precision) error {
 	if err != nil {
 		return fail(fmt.Errorf("rotary tables: %w", err))
 	}
-	if p == backend.BF16 {
+	if p == backend.BF16 && m.w16 != nil {
+		m.half, m.h, m.precision = m.w16, m.carve(m.w16, nil), p
+	} else if p == backend.BF16 {
 		if m.half, err = b.AllocBF16(m.Layout.Size); err != nil {
 			return fail(fmt.Errorf("bf16 copy of the parameters: %w", err))
 		}
@@ -158,7 +176,7 @@ func (m *Model) Use(b backend.Backend, p backend.Precision) error {
 // changes the parameters on the backend must too, or the products go on
 // reading the old weights.
 func (m *Model) Refresh() {
-	if m.half != nil {
+	if m.half != nil && m.w16 == nil { // a frozen base's bf16 weights never change
 		m.b.ToBF16(m.half, m.params, m.Layout.Size)
 	}
 }
@@ -233,7 +251,11 @@ func (m *Model) release() {
 	if m.b == nil {
 		return
 	}
-	bufs := append([]backend.Buffer{m.half, m.xs[0], m.xs[1], m.xs[2], m.cos, m.sin}, m.ws.buffers()...)
+	half := m.half
+	if m.w16 != nil {
+		half = m.w16 // m.half is m.w16 or nil
+	}
+	bufs := append([]backend.Buffer{half, m.xs[0], m.xs[1], m.xs[2], m.cos, m.sin}, m.ws.buffers()...)
 	for _, l := range m.ad {
 		for _, ad := range l {
 			if ad != nil {
@@ -249,7 +271,7 @@ func (m *Model) release() {
 			m.b.Free(x)
 		}
 	}
-	m.params, m.grads, m.half, m.xs, m.cos, m.sin = nil, nil, nil, [3]backend.Buffer{}, nil, nil
+	m.params, m.grads, m.half, m.w16, m.xs, m.cos, m.sin = nil, nil, nil, nil, [3]backend.Buffer{}, nil, nil
 	m.p, m.g, m.h, m.ad = weights{}, weights{}, weights{}, nil
 	m.ws = workspace{}
 }

@@ -1,10 +1,17 @@
 package model
 
-import "github.com/ragen-go/ragen/engine/optim"
+import (
+	"fmt"
+
+	"github.com/ragen-go/ragen/engine/optim"
+)
 
 // NewAdamW returns AdamW over the model's flat parameters, on its backend,
 // with weight decay on the matrices only (see OptimGroups).
 func (m *Model) NewAdamW(cfg optim.Config) (*optim.AdamW, error) {
+	if m.w16 != nil {
+		return nil, fmt.Errorf("optimizer: %w", errFrozen)
+	}
 	return optim.New(m.b, cfg, m.Layout.Size, m.Layout.OptimGroups())
 }
 

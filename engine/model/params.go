@@ -209,8 +209,32 @@ func (m *Model) carve(buf backend.Buffer, base *weights) weights {
 		}
 		return w
 	}
-	s := func(name string) backend.Buffer {
+	return m.carveFrom(func(name string) (backend.Buffer, View, bool) {
 		v, ok := m.Layout.Lookup(name)
+		return buf, v, ok
+	})
+}
+
+// carveSplit returns the views of a frozen base that holds its matrices
+// as bf16 only (freezeBF16): those of Params.Layout from buf (its
+// parameters or gradients), the frozen matrices from frozen (w16; nil for
+// gradients, which they have none of).
+func (m *Model) carveSplit(buf, frozen backend.Buffer) weights {
+	return m.carveFrom(func(name string) (backend.Buffer, View, bool) {
+		if v, ok := m.Params.Layout.Lookup(name); ok {
+			return buf, v, true
+		}
+		v, ok := m.Layout.Lookup(name)
+		return frozen, v, ok && frozen != nil
+	})
+}
+
+// carveFrom returns the views of a model without adapters, at giving the
+// buffer and the view of each named tensor (false: none).
+func (m *Model) carveFrom(at func(name string) (backend.Buffer, View, bool)) weights {
+	c := m.Config
+	s := func(name string) backend.Buffer {
+		buf, v, ok := at(name)
 		if !ok {
 			return nil
 		}
@@ -220,11 +244,15 @@ func (m *Model) carve(buf backend.Buffer, base *weights) weights {
 		valueW: s("value_head.weight"), valueB: s("value_head.bias")}
 	// span is the view from the first named tensor to the end of the last
 	// when they are stored back to back, nil otherwise.
+	// (A span's tensors are all frozen matrices or all not.)
 	span := func(names ...string) backend.Buffer {
-		first, _ := m.Layout.Lookup(names[0])
+		buf, first, ok := at(names[0])
+		if !ok {
+			return nil
+		}
 		end := first.Offset
 		for _, name := range names {
-			v, ok := m.Layout.Lookup(name)
+			_, v, ok := at(name)
 			if !ok || v.Offset != end {
 				return nil
 			}

@@ -58,7 +58,10 @@ func (m *Model) SaveAdapter(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail(err)
 	}
-	tensors := m.Tensors()
+	tensors, err := m.Tensors()
+	if err != nil {
+		return fail(err)
+	}
 	for i := range tensors {
 		tensors[i].Name = peftPrefix + tensors[i].Name
 	}
@@ -154,7 +157,13 @@ func (m *Model) Merged() (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	copy(out.Params.Data, m.base.Params.Data)
+	for _, v := range out.Layout.Views {
+		x, err := m.base.values(v)
+		if err != nil {
+			return nil, err
+		}
+		copy(out.Params.Slice(v.Name), x)
+	}
 	r, s := m.lora.Rank, float64(m.lora.Scale())
 	for i := range c.NumLayers {
 		for _, mod := range m.lora.modules() {

@@ -178,6 +178,17 @@ var ops = []op{
 		out := c.in(M*N, 1)
 		c.b.GemmBF16(false, true, M, N, K, 1, a, K, b, K, 0, c.out(out), N)
 	}},
+	{"gemm-bf16-b", func(c *call, s shape) {
+		M, N, K := s.T(), s.C(), s.KV()
+		a, b := c.in(M*K, 1), bf16(c, c.in(K*N, 1), K*N)
+		out := c.in(M*N, 1)
+		c.b.GemmBF16B(false, false, M, N, K, 1, a, K, b, N, 0.5, c.out(out), N)
+	}},
+	{"from-bf16", func(c *call, s shape) {
+		n := s.T() * s.C()
+		x := c.in(n, 1)
+		c.b.FromBF16(c.out(x), bf16(c, c.in(n, 1), n), n)
+	}},
 	{"add-bias", func(c *call, s shape) {
 		out := c.in(s.T()*s.C(), 1)
 		c.b.AddBias(c.out(out), c.in(s.C(), 1), s.T(), s.C())
@@ -449,8 +460,10 @@ func configs() map[string]model.Config {
 }
 
 // onBackends returns a model of c (random weights from seed) on ref and
-// one on b with the same weights, at precision p.
-func onBackends(t *testing.T, refB, b backend.Backend, c model.Config, seed uint64, p backend.Precision) (ref, got *model.Model) {
+// one on b with the same weights, at precision p; with round every weight
+// is rounded to bf16, as a model loaded from bf16 safetensors is (a LoRA
+// base then holds its matrices as bf16 only).
+func onBackends(t *testing.T, refB, b backend.Backend, c model.Config, seed uint64, p backend.Precision, round bool) (ref, got *model.Model) {
 	t.Helper()
 	mk := func(be backend.Backend) *model.Model {
 		m, err := model.New(c, seed)
@@ -463,6 +476,11 @@ func onBackends(t *testing.T, refB, b backend.Backend, c model.Config, seed uint
 				for i := range v.Size {
 					m.Params.Data[v.Offset+i] += float32(rng.NormFloat64() * 0.1)
 				}
+			}
+		}
+		if round {
+			for i, x := range m.Params.Data {
+				m.Params.Data[i] = backend.RoundBF16(x)
 			}
 		}
 		if err := m.Use(be, p); err != nil {
@@ -519,14 +537,19 @@ func Step(t *testing.T, ref, b backend.Backend, c model.Config, p backend.Precis
 		want model.Want
 		step bool
 		lora *model.LoRA // adapters on the model of c (a critic's with a value head)
+		bf16 bool        // the base's weights rounded to bf16 (held as bf16 only)
 	}{
-		{"policy", c, model.Want{LM: true}, true, nil}, {"critic", critic, model.Want{Value: true}, true, nil},
-		{"reference", c, model.Want{LM: true}, false, nil},
-		{"lora-policy", c, model.Want{LM: true}, true, lora}, {"lora-critic", c, model.Want{Value: true}, true, lora},
+		{"policy", c, model.Want{LM: true}, true, nil, false}, {"critic", critic, model.Want{Value: true}, true, nil, false},
+		{"reference", c, model.Want{LM: true}, false, nil, false},
+		{"lora-policy", c, model.Want{LM: true}, true, lora, false}, {"lora-critic", c, model.Want{Value: true}, true, lora, false},
+		{"lora-policy-bf16-base", c, model.Want{LM: true}, true, lora, true},
 	} {
-		refM, got := onBackends(t, ref, b, role.c, 5, p)
+		refM, got := onBackends(t, ref, b, role.c, 5, p, role.bf16)
 		if role.lora != nil {
 			refM, got = adapters(t, refM, *role.lora, role.want.Value), adapters(t, got, *role.lora, role.want.Value)
+		}
+		if base := got.Base(); role.bf16 && len(base.Params.Data) == base.Layout.Size {
+			t.Fatalf("%s: the bf16-exact base kept its float32 matrices", role.name)
 		}
 		models := []*model.Model{refM, got}
 		var outs [2]*model.Output
@@ -610,7 +633,7 @@ func Decode(t *testing.T, b backend.Backend) {
 	for name, c := range configs() {
 		for _, p := range []backend.Precision{backend.F32, backend.BF16} {
 			t.Run(fmt.Sprintf("%s/%s", name, p), func(t *testing.T) {
-				ref, got := onBackends(t, Naive{}, b, c, 9, p)
+				ref, got := onBackends(t, Naive{}, b, c, 9, p, false)
 				defer got.Free()
 				var toks [2][][]int
 				var logits [2][]float32

@@ -24,6 +24,7 @@ type (
 
 func (x nbuf) Len() int  { return len(x) }
 func (x nbf16) Len() int { return len(x) }
+func (nbf16) BF16()      {}
 
 func fl(b backend.Buffer) []float32 {
 	switch x := b.(type) {
@@ -103,6 +104,12 @@ func (Naive) Gemm(transA, transB bool, M, N, K int, alpha float32, a backend.Buf
 func (n Naive) GemmBF16(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, b backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
 	n.Gemm(transA, transB, M, N, K, alpha, nbuf(a.(nbf16)), lda, nbuf(b.(nbf16)), ldb, beta, c, ldc)
 }
+
+func (n Naive) GemmBF16B(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, b backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
+	n.Gemm(transA, transB, M, N, K, alpha, a, lda, nbuf(b.(nbf16)), ldb, beta, c, ldc)
+}
+
+func (Naive) FromBF16(dst, src backend.Buffer, n int) { copy(fl(dst)[:n], src.(nbf16)[:n]) }
 
 func (Naive) ToBF16(dst, src backend.Buffer, n int) {
 	d, s := dst.(nbf16), fl(src)

@@ -36,6 +36,9 @@ type HostBF16 []uint16
 // Len is the number of bf16 values.
 func (h HostBF16) Len() int { return len(h) }
 
+// BF16 marks a bf16 buffer (backend.IsBF16).
+func (HostBF16) BF16() {}
+
 // Backend is the CPU backend: the kernels of this package on host memory.
 // It holds no state of its own (scratch lives in pools and in the KV
 // caches it makes), so one instance serves every model of the process,
@@ -134,6 +137,12 @@ func (*Backend) Gemm(transA, transB bool, M, N, K int, alpha float32, a backend.
 func (*Backend) GemmBF16(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, b backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
 	gemm.SgemmBF16(transA, transB, M, N, K, alpha, bf(a), lda, bf(b), ldb, beta, h(c), ldc)
 }
+
+func (*Backend) GemmBF16B(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, b backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
+	gemm.SgemmBF16B(transA, transB, M, N, K, alpha, h(a), lda, bf(b), ldb, beta, h(c), ldc)
+}
+
+func (*Backend) FromBF16(dst, src backend.Buffer, n int) { widenRows(h(dst)[:n], bf(src)[:n]) }
 
 // roundGrain is the values per parallel chunk of ToBF16.
 const roundGrain = 1 << 16

@@ -25,6 +25,9 @@ type bf16buf struct {
 // Len is the number of bf16 values.
 func (x *bf16buf) Len() int { return x.n }
 
+// BF16 marks a bf16 buffer (backend.IsBF16).
+func (*bf16buf) BF16() {}
+
 // addBF16 returns the address of bf16 value number i from p.
 func (p devptr) addBF16(i int) devptr { return p + devptr(2*i) }
 
@@ -87,4 +90,22 @@ func (b *Backend) GemmBF16(transA, transB bool, M, N, K int, alpha float32, a ba
 	if err := b.blas.gemmBF16(transA, transB, M, N, K, alpha, A.ptr, lda, B.ptr, ldb, beta, C.ptr, ldc); err != nil {
 		b.err = err
 	}
+}
+
+// GemmBF16B is Gemm with a float32 a and a bf16 bb: cuBLAS's GemmEx takes
+// no float32 A with a bf16 B, so bb is widened (exact) into a scratch
+// buffer per product and the float32 Gemm runs on it — the bits of Gemm
+// on the widened values, at the cost of one pass over the weights.
+func (b *Backend) GemmBF16B(transA, transB bool, M, N, K int, alpha float32, a backend.Buffer, lda int, bb backend.Buffer, ldb int, beta float32, c backend.Buffer, ldc int) {
+	if b.err != nil || M == 0 || N == 0 {
+		return
+	}
+	B := b.half(bb)
+	defer b.enter()()
+	b.wide = b.grow(b.wide, B.n)
+	if b.err != nil {
+		return
+	}
+	b.grid1("bf16_to_f32", B.n, b.wide, B, B.n)
+	b.gemm(transA, transB, M, N, K, alpha, b.buf(a).ptr, lda, b.wide.ptr, ldb, beta, b.buf(c).ptr, ldc)
 }

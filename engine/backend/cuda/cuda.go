@@ -48,6 +48,7 @@ type Backend struct {
 
 	ints    *buffer // int32 scratch for tokens, positions, targets, lengths
 	scratch *buffer // float scratch (norm partials, sampling rows)
+	wide    *buffer // GemmBF16B's widened bf16 operand
 	host32  []int32
 }
 
@@ -123,7 +124,7 @@ func (b *Backend) Err() error { return b.err }
 func (b *Backend) Close() error {
 	defer b.enter()()
 	b.sync()
-	for _, s := range []*buffer{b.ints, b.scratch} {
+	for _, s := range []*buffer{b.ints, b.scratch, b.wide} {
 		if s != nil {
 			memFree(s.ptr)
 		}

@@ -186,7 +186,8 @@ func BenchmarkKernelRows(b *testing.B) {
 
 // BenchmarkSgemmBF16 is BenchmarkSgemm's first shapes with bf16 operands
 // (SgemmBF16, the CPU's GemmBF16 at precision bf16), next to Sgemm on the
-// widened values: the cost of widening as the operands are packed.
+// widened values: the cost of widening as the operands are packed; and
+// with only B bf16 (SgemmBF16B, a float32 product by frozen bf16 weights).
 func BenchmarkSgemmBF16(b *testing.B) {
 	for _, layout := range []string{"NN", "NT", "TN"} {
 		for _, s := range benchShapes[:4] {
@@ -196,16 +197,18 @@ func BenchmarkSgemmBF16(b *testing.B) {
 			a16, aw := toBF16(g.a)
 			b16, bw := toBF16(g.b)
 			flop := 2 * float64(m) * float64(n) * float64(k)
-			for _, half := range []bool{false, true} {
-				name := fmt.Sprintf("%s/%dx%dx%d/f32", layout, m, n, k)
-				if half {
-					name = name[:len(name)-3] + "bf16"
-				}
+			// f32: both operands float32; bf16: both bf16; bf16b: a
+			// float32 A by a bf16 B (SgemmBF16B, frozen bf16 weights).
+			for _, kind := range []string{"f32", "bf16", "bf16b"} {
+				name := fmt.Sprintf("%s/%dx%dx%d/%s", layout, m, n, k, kind)
 				b.Run(name, func(b *testing.B) {
 					for b.Loop() {
-						if half {
+						switch kind {
+						case "bf16":
 							SgemmBF16(transA, transB, m, n, k, 1, a16, g.lda, b16, g.ldb, 0, g.c, g.ldc)
-						} else {
+						case "bf16b":
+							SgemmBF16B(transA, transB, m, n, k, 1, aw, g.lda, b16, g.ldb, 0, g.c, g.ldc)
+						default:
 							Sgemm(transA, transB, m, n, k, 1, aw, g.lda, bw, g.ldb, 0, g.c, g.ldc)
 						}
 					}

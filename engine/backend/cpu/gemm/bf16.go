@@ -86,6 +86,27 @@ func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda 
 	g.parallel(parChunkFlops)
 }
 
+// SgemmBF16B is Sgemm with only B stored as bfloat16: a float32 A (the
+// activations or gradients of a float32 product) by bf16 weights,
+// C = alpha·op(A)·op(B) + beta·C, bit for bit Sgemm on the widened B. It
+// is SgemmBF16's path with A read as Sgemm reads it: B widened as it is
+// packed, or in dot4BF16's registers for the few-row products. A model
+// whose frozen weights are bf16-exact computes its float32 products from
+// their bf16 copy with it, holding no float32 copy (decision 44).
+func SgemmBF16B(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	checkProblem(transA, transB, m, n, k, len(a), lda, len(b), ldb, c, ldc)
+	g := &problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
+		a: a, b16: b, c: c, lda: lda, ldb: ldb, ldc: ldc}
+	if g.trivial() {
+		return
+	}
+	if 2*float64(m)*float64(n)*float64(k) < parMinFlops {
+		g.serial()
+		return
+	}
+	g.parallel(parChunkFlops)
+}
+
 // wideA holds the few rows of A that SgemmBF16 widens for tileDots.
 var wideA = sync.Pool{New: func() any { return new([]float32) }}
 

@@ -55,6 +55,26 @@ func TestSgemmBF16MatchesWidened(t *testing.T) {
 	})
 }
 
+// TestSgemmBF16BMatchesWidened: a float32 A by a bf16 B equals Sgemm on
+// the widened B bit for bit, with every kernel, in the four layouts.
+func TestSgemmBF16BMatchesWidened(t *testing.T) {
+	kernels(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(25, 26))
+		for i, s := range bf16Shapes {
+			for _, tr := range [4][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+				g := newCase(r, tr[0], tr[1], s[0], s[1], s[2], 0.75, []float32{0, 1, 0.3}[i%3], r.IntN(2)*3)
+				b16, bw := toBF16(g.b)
+				g.b = bw
+				want := g.run(Sgemm)
+				got := append([]float32(nil), g.c...)
+				SgemmBF16B(g.transA, g.transB, g.m, g.n, g.k, g.alpha, g.a, g.lda, b16, g.ldb, g.beta, got, g.ldc)
+				sameBits(t, g.String(), got, want)
+				g.check(t, got)
+			}
+		}
+	})
+}
+
 // TestPackedBF16MatchesSgemm: bf16 panels (from bf16 storage, PackBBF16,
 // and from bf16-exact float32, PackBNarrow) give the bits of Sgemm on the
 // widened B, through the bf16 in-place kernels (AVX2 with and without
