@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-
-	"github.com/ragen-go/ragen/engine/parallel"
 )
 
 // bfloat16 operands. A bf16 value is the top 16 bits of a float32 (sign,
@@ -158,18 +156,6 @@ func (p *PackedB) pack16(dst []uint16, pack func(dst []uint16, p0, kc, j0, nc in
 		data = make([]uint16, npad*p.k)
 	}
 	data = data[:npad*p.k]
-	kb := kBlock(p.k)
-	panels := npad / nr
-	grain := panels
-	if npad*p.k >= 2*prepackChunk {
-		grain = max(1, prepackChunk/(nr*p.k))
-	}
-	parallel.For(panels, grain, func(_, lo, hi int) {
-		j0, j1 := lo*nr, min(hi*nr, p.n)
-		for pc := 0; pc < p.k; pc += kb {
-			kc := min(kb, p.k-pc)
-			pack(data[pc*npad+j0*kc:], pc, kc, j0, j1-j0)
-		}
-	})
+	blockPanels(p.n, p.k, func(off, pc, kc, j0, nc int) { pack(data[off:], pc, kc, j0, nc) })
 	return data
 }

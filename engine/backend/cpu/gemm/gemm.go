@@ -108,26 +108,12 @@ type problem struct {
 	bPacked16 []uint16
 }
 
-// prepackB packs all of op(B) into ws.b and points g.bPacked at it. A
-// large B is packed on the pool, by ranges of panels (the other core
-// would otherwise wait through it: 5% of a 1024×1024×1024 product).
+// prepackB packs all of op(B) into ws.b and points g.bPacked at it.
 func (g *problem) prepackB(ws *workspace) {
-	npad := roundUp(g.n, nr)
-	ws.b = grow(ws.b, npad*g.k)
-	kb := kBlock(g.k)
-	panels := npad / nr
-	grain := panels
-	if npad*g.k >= 2*prepackChunk {
-		grain = max(1, prepackChunk/(nr*g.k))
-	}
-	parallel.For(panels, grain, func(_, lo, hi int) {
-		j0, j1 := lo*nr, min(hi*nr, g.n)
-		for pc := 0; pc < g.k; pc += kb {
-			kc := min(kb, g.k-pc)
-			packB(ws.b[pc*npad+j0*kc:], g, pc, kc, j0, j1-j0)
-		}
-	})
-	g.bPacked = ws.b
+	ws.b = grow(ws.b, roundUp(g.n, nr)*g.k)
+	b := ws.b
+	blockPanels(g.n, g.k, func(off, pc, kc, j0, nc int) { packB(b[off:], g, pc, kc, j0, nc) })
+	g.bPacked = b
 }
 
 // panelsB returns the packed kc×nc block of op(B) at (pc, j0): a slice of
@@ -264,6 +250,28 @@ func partition(m, n, k, chunkFlops int) (rowStep, colStep int) {
 }
 
 func roundUp(x, to int) int { return (x + to - 1) / to * to }
+
+// blockPanels lays out an n-column, k-deep B as the kernels read it: panels
+// of nr columns, depth blocks of kBlock(k); pack writes block pc (kc deep)
+// of the panels from column j0 (nc columns) at offset pc·npad + j0·kc. A
+// large B is packed on the pool, by ranges of panels (the other core would
+// otherwise wait through it: 5% of a 1024×1024×1024 product).
+func blockPanels(n, k int, pack func(off, pc, kc, j0, nc int)) {
+	npad := roundUp(n, nr)
+	kb := kBlock(k)
+	panels := npad / nr
+	grain := panels
+	if npad*k >= 2*prepackChunk {
+		grain = max(1, prepackChunk/(nr*k))
+	}
+	parallel.For(panels, grain, func(_, lo, hi int) {
+		j0, j1 := lo*nr, min(hi*nr, n)
+		for pc := 0; pc < k; pc += kb {
+			kc := min(kb, k-pc)
+			pack(pc*npad+j0*kc, pc, kc, j0, j1-j0)
+		}
+	})
+}
 
 // kBlock is the k-block length: k split into equal blocks of at most kcMax,
 // so a k just above kcMax does not leave a tiny, slow last block.
