@@ -152,7 +152,7 @@ func TestPackIntoReusedMemory(t *testing.T) {
 	})
 }
 
-// TestWidenMatchesScalar: widen (the assembly widen16 for the leading
+// TestWidenMatchesScalar: widen (the assembly packRowBF16 for the leading
 // multiples of 16, where there is one) gives bf16 of each value, for
 // lengths around the multiples of 16 and every 16-bit pattern (NaNs,
 // infinities and subnormals included).

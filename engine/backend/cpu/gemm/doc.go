@@ -64,10 +64,10 @@
 // widened into the workspace first (and for more than streamRows rows,
 // where a block serves many tiles). SgemmBF16 (bf16 A and B, the CPU's
 // GemmBF16) widens A a block at a time as the product reaches it (widenA)
-// and B as it packs it (packBWiden), with the generated widen16 and
-// packRowBF16. Each gives the bits of
-// the float32 product of the widened values (bf16_test.go), so bf16
-// storage changes memory and speed, never the numbers (decision 44).
+// and B as it packs it (packBWiden), with the generated packRowBF16. Each
+// gives the bits of the float32 product of the widened values
+// (bf16_test.go), so bf16 storage changes memory and speed, never the
+// numbers (decision 44).
 //
 // The micro-kernel computes one 6×16 tile of C with the 12 sums held in
 // 12 YMM registers for the whole k block: per k step it loads 16 values of

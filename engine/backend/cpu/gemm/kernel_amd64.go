@@ -216,15 +216,15 @@ func combRows(width, k int, w, b []float32, ldb int, out []float32) {
 }
 
 // widenAsm widens the leading multiple of 16 values of dst from src
-// (len(src) ≥ len(dst)) with the assembly widen16 and returns how many it
-// did; the caller widens the rest.
+// (len(src) ≥ len(dst)) with the assembly packRowBF16 (panels of 16 back
+// to back) and returns how many it did; the caller widens the rest.
 func widenAsm(dst []float32, src []uint16) int {
 	n16 := len(dst) / 16 * 16
 	if !useAsm || n16 == 0 {
 		return 0
 	}
 	_ = src[n16-1] // the assembly does no bounds checks
-	widen16(&dst[0], &src[0], n16)
+	packRowBF16(&dst[0], &src[0], n16/16, 16)
 	return n16
 }
 

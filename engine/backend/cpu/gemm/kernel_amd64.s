@@ -6545,32 +6545,6 @@ done:
 	VZEROUPPER
 	RET
 
-// func widen16(dst *float32, src *uint16, n int)
-// Requires: AVX, AVX2
-TEXT ·widen16(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	SHRQ $0x04, CX
-
-widen:
-	TESTQ     CX, CX
-	JE        widened
-	VPMOVZXWD (SI), Y0
-	VPMOVZXWD 16(SI), Y1
-	VPSLLD    $0x10, Y0, Y0
-	VPSLLD    $0x10, Y1, Y1
-	VMOVUPS   Y0, (DI)
-	VMOVUPS   Y1, 32(DI)
-	ADDQ      $0x20, SI
-	ADDQ      $0x40, DI
-	DECQ      CX
-	JMP       widen
-
-widened:
-	VZEROUPPER
-	RET
-
 // func packRowBF16(dst *float32, src *uint16, panels int, stride int)
 // Requires: AVX, AVX2
 TEXT ·packRowBF16(SB), NOSPLIT, $0-32

@@ -183,10 +183,6 @@ func packRows6(dst *float32, src *float32, ld int, kc8 int)
 // Requires AVX.
 func packRow(dst *float32, src *float32, panels int, stride int)
 
-// widen16 sets dst[i] to the float32 of the bfloat16 src[i] for i < n, n a multiple of 16.
-// Requires AVX2.
-func widen16(dst *float32, src *uint16, n int)
-
 // packRowBF16 is packRow on a bfloat16 row: src[16q : 16q+16] widened to float32 into
 // dst[q·stride : q·stride+16] for q < panels (stride in elements).
 // Requires AVX2.

@@ -508,47 +508,21 @@ func rowPack() {
 	RET()
 }
 
-// widenKernels emits widen16, the widening of bfloat16 values to float32
-// (VPMOVZXWD zero-extends each to 32 bits, VPSLLD 16 moves it to the top
-// half: the float32 with the same value, exactly), and packRowBF16, packRow
-// on a bf16 row. SgemmBF16 widens its A and packs its B with them; as Go
-// loops they cost a bf16 product 10–30% of the float32 one.
+// widenKernels emits packRowBF16, packRow on a bfloat16 row: VPMOVZXWD
+// zero-extends each value to 32 bits, VPSLLD 16 moves it to the top half —
+// the float32 with the same value, exactly. With a stride of 16 it widens a
+// run of values in place (widenAsm). SgemmBF16 widens its A and packs its B
+// with it; as Go loops they cost a bf16 product 10–30% of the float32 one.
 func widenKernels() {
-	TEXT("widen16", NOSPLIT, "func(dst *float32, src *uint16, n int)")
-	Doc(
-		"widen16 sets dst[i] to the float32 of the bfloat16 src[i] for i < n, n a multiple of 16.",
-		"Requires AVX2.",
-	)
-	dst := Load(Param("dst"), RDI)
-	src := Load(Param("src"), RSI)
-	n := Load(Param("n"), RCX)
-	SHRQ(U8(4), n)
-	Label("widen")
-	TESTQ(n, n)
-	JE(LabelRef("widened"))
-	VPMOVZXWD(Mem{Base: src}, Y0)
-	VPMOVZXWD(Mem{Base: src, Disp: 16}, Y1)
-	VPSLLD(U8(16), Y0, Y0)
-	VPSLLD(U8(16), Y1, Y1)
-	VMOVUPS(Y0, Mem{Base: dst})
-	VMOVUPS(Y1, Mem{Base: dst, Disp: 32})
-	ADDQ(U8(32), src)
-	ADDQ(U8(64), dst)
-	DECQ(n)
-	JMP(LabelRef("widen"))
-	Label("widened")
-	VZEROUPPER()
-	RET()
-
 	TEXT("packRowBF16", NOSPLIT, "func(dst *float32, src *uint16, panels, stride int)")
 	Doc(
 		"packRowBF16 is packRow on a bfloat16 row: src[16q : 16q+16] widened to float32 into",
 		"dst[q·stride : q·stride+16] for q < panels (stride in elements).",
 		"Requires AVX2.",
 	)
-	dst = Load(Param("dst"), RDI)
-	src = Load(Param("src"), RSI)
-	n = Load(Param("panels"), RCX)
+	dst := Load(Param("dst"), RDI)
+	src := Load(Param("src"), RSI)
+	n := Load(Param("panels"), RCX)
 	stride := Load(Param("stride"), RDX)
 	SHLQ(U8(2), stride)
 	Label("panel16")
