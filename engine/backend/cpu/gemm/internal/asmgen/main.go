@@ -1,7 +1,7 @@
 // Command asmgen writes the assembly of package gemm (kernel_amd64.s and its
 // Go declarations kernel_amd64_stub.go) with avo: the AVX2+FMA and AVX-512
 // micro-kernels described below, the packing helpers (packTrans8, packRow,
-// packCols6, and for bfloat16 operands widen16 and packRowBF16) and the dot product kernels for A·Bᵀ with very few
+// packCols6, and for bfloat16 operands packRowBF16) and the dot product kernels for A·Bᵀ with very few
 // rows (dot4) and for one row against eight (dot8, see Dots), and the
 // weighted sums of rows of one row times a matrix (comb64, comb32, see
 // Combine). Run it through `go generate` in engine/backend/cpu/gemm.
