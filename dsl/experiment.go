@@ -66,7 +66,9 @@ type Experiment struct {
 	// Seed fixes everything; same seed, same run (0 = 1).
 	Seed int64 `train:"seed,signed"`
 
-	// ActorLR and CriticLR are the AdamW learning rates (3e-4, 1e-3).
+	// ActorLR and CriticLR are the AdamW learning rates (3e-4, 1e-3). The
+	// default suits "tiny"; from "small" up use ActorLR 1e-4 with LRWarmup
+	// 10, as 3e-4 drifts there (docs/decisions.md 28).
 	ActorLR  float64 `train:"actor_lr"`
 	CriticLR float64 `train:"critic_lr"`
 	// LRWarmup ramps both learning rates up linearly over that many

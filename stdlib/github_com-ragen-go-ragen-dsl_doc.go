@@ -41,7 +41,7 @@ func init() {
 		"Executor":                       "An Executor is where the runs of a sweep or of several seeds train\n(Experiment.Executor). nil trains them in this process, one after\nanother; Slurm runs them as the tasks of one Slurm job array. Either way\na run is cached under the same key with the same numbers, so a sweep run\non a cluster is reused by the same sweep run here, and the other way\nround.",
 		"Executor.String":                "String is the executor as RAGEN_EXECUTOR spells it\n(\"slurm:partition=debug,cpus=2\").",
 		"Experiment":                     "Experiment is one training run, described for a cell. A zero field takes\nthe default given in its comment (the trainer's, see train.Default), so a\ncell names only what it changes.",
-		"Experiment.ActorLR":             "ActorLR and CriticLR are the AdamW learning rates (3e-4, 1e-3).",
+		"Experiment.ActorLR":             "ActorLR and CriticLR are the AdamW learning rates (3e-4, 1e-3). The\ndefault suits \"tiny\"; from \"small\" up use ActorLR 1e-4 with LRWarmup\n10, as 3e-4 drifts there (docs/decisions.md 28).",
 		"Experiment.Algo":                "Algo holds every algorithm option (StarPOS(), GRPO(), ...);\nzero = StarPOS().",
 		"Experiment.Backend":             "Backend computes the run: \"cpu\" (default) or \"cuda\" (a binary built\nwith -tags cuda and a GPU; a clear error otherwise).",
 		"Experiment.CheckpointEvery":     "CheckpointEvery N steps (0 = only at the end).",
