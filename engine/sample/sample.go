@@ -130,15 +130,13 @@ func (s *Sampler) Sample(logits []float32, o Options, rng *RNG) int {
 	for lo := 0; lo < n; lo += expBlock {
 		blk := s.p[lo:min(lo+expBlock, n)]
 		if all {
-			for j, v := range s.x[lo : lo+len(blk)] {
-				blk[j] = float64(v) - float64(m)
-			}
+			vmath.ExpShifted(blk, s.x[lo:lo+len(blk)], float64(m))
 		} else {
 			for j, i := range s.cand[lo : lo+len(blk)] {
 				blk[j] = float64(s.x[i]) - float64(m)
 			}
+			vmath.Exp(blk)
 		}
-		vmath.Exp(blk)
 		if !nucleus {
 			c, last = prefixSums(blk, lo, c, last)
 		}

@@ -37,23 +37,65 @@ func Exp(x []float64) {
 		}
 		return
 	}
-	for vectorLoop != nil && len(x) >= block {
-		n := len(x) / block * block
-		done := vectorLoop(&x[0], n)
+	for vec.exp != nil && len(x) >= vec.block {
+		n := len(x) / vec.block * vec.block
+		done := vec.exp(&x[0], n)
 		if done == n {
 			x = x[n:]
 			break
 		}
 		// x[done:done+block] holds a value the vector loop leaves to the
 		// scalar code.
-		for i, v := range x[done : done+block] {
+		for i, v := range x[done : done+vec.block] {
 			x[done+i] = expFMA(v)
 		}
-		x = x[done+block:]
+		x = x[done+vec.block:]
 	}
 	for i, v := range x {
 		x[i] = expFMA(v)
 	}
+}
+
+// ExpShifted sets dst[i] = math.Exp(float64(x[i]) − m) for i < len(x), bit
+// for bit, as Exp does: the numerators of a softmax of float32 logits with
+// largest value m, read in place. dst must be at least as long as x.
+func ExpShifted(dst []float64, x []float32, m float64) {
+	dst = dst[:len(x)]
+	switch path {
+	case viaPlain:
+		for i, v := range x {
+			dst[i] = expPlain(float64(v) - m)
+		}
+		return
+	case viaMath:
+		for i, v := range x {
+			dst[i] = math.Exp(float64(v) - m)
+		}
+		return
+	}
+	for vec.expShifted != nil && len(x) >= vec.block {
+		n := len(x) / vec.block * vec.block
+		done := vec.expShifted(&dst[0], &x[0], n, m)
+		if done == n {
+			dst, x = dst[n:], x[n:]
+			break
+		}
+		for i, v := range x[done : done+vec.block] {
+			dst[done+i] = expFMA(float64(v) - m)
+		}
+		dst, x = dst[done+vec.block:], x[done+vec.block:]
+	}
+	for i, v := range x {
+		dst[i] = expFMA(float64(v) - m)
+	}
+}
+
+// vectorLoops are the vector loops of the FMA sequence, by how many values
+// a step takes (two vectors).
+type vectorLoops struct {
+	block      int
+	exp        func(x *float64, n int) int                          // Exp's, or nil
+	expShifted func(dst *float64, x *float32, n int, m float64) int // ExpShifted's, or nil
 }
 
 // The constants of exp_amd64.s, as its assembler reads them.

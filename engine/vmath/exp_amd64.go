@@ -2,20 +2,22 @@ package vmath
 
 import xcpu "golang.org/x/sys/cpu"
 
-// block is the number of values a step of the vector loop takes: two
-// vectors of 4 float64s (AVX2) or of 8 (AVX-512).
-var block = 8
+// vec holds the vector loops this CPU runs, where math.Exp takes the FMA
+// sequence.
+var vec = chooseVectorLoops()
 
-// vectorLoop is expAVX2 or expAVX512 where the CPU has it and math.Exp
-// takes the FMA sequence; nil otherwise.
-var vectorLoop func(x *float64, n int) int
-
-func init() {
+func chooseVectorLoops() vectorLoops {
 	switch {
 	case path != viaFMA:
 	case xcpu.X86.HasAVX512F:
-		block, vectorLoop = 16, expAVX512
+		return avx512Loops
 	case xcpu.X86.HasAVX2 && xcpu.X86.HasFMA:
-		vectorLoop = expAVX2
+		return avx2Loops
 	}
+	return vectorLoops{}
 }
+
+var (
+	avx512Loops = vectorLoops{16, expAVX512, expShiftedAVX512}
+	avx2Loops   = vectorLoops{8, expAVX2, expShiftedAVX2}
+)

@@ -357,3 +357,187 @@ out:
 	VZEROUPPER
 	MOVQ AX, ret+16(FP)
 	RET
+
+// func expShiftedAVX2(dst *float64, x *float32, n int, m float64) int
+// Requires: AVX, AVX2, FMA3
+TEXT ·expShiftedAVX2(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	VBROADCASTSD m+24(FP), Y0
+	MOVQ         n+16(FP), CX
+	XORQ         AX, AX
+
+loop:
+	CMPQ         AX, CX
+	JGE          out
+	VCVTPS2PD    (SI), Y1
+	VSUBPD       Y0, Y1, Y1
+	VMULPD       expLog2e<>+0(SB), Y1, Y2
+	VADDPD       expMagic<>+0(SB), Y2, Y2
+	VSUBPD       expMagic<>+0(SB), Y2, Y3
+	VCVTPS2PD    16(SI), Y4
+	VSUBPD       Y0, Y4, Y4
+	VMULPD       expLog2e<>+0(SB), Y4, Y5
+	VADDPD       expMagic<>+0(SB), Y5, Y5
+	VSUBPD       expMagic<>+0(SB), Y5, Y6
+	VCMPPD       $0x12, expOverflow<>+0(SB), Y1, Y8
+	VMOVAPD      Y8, Y7
+	VCMPPD       $0x1d, expKMin<>+0(SB), Y3, Y8
+	VANDPD       Y8, Y7, Y7
+	VCMPPD       $0x12, expKMax<>+0(SB), Y3, Y8
+	VANDPD       Y8, Y7, Y7
+	VCMPPD       $0x12, expOverflow<>+0(SB), Y4, Y8
+	VANDPD       Y8, Y7, Y7
+	VCMPPD       $0x1d, expKMin<>+0(SB), Y6, Y8
+	VANDPD       Y8, Y7, Y7
+	VCMPPD       $0x12, expKMax<>+0(SB), Y6, Y8
+	VANDPD       Y8, Y7, Y7
+	VMOVMSKPD    Y7, DX
+	CMPL         DX, $0x0f
+	JNE          out
+	VFNMADD231PD expLn2hi<>+0(SB), Y3, Y1
+	VFNMADD231PD expLn2lo<>+0(SB), Y3, Y1
+	VMULPD       expSixteenth<>+0(SB), Y1, Y1
+	VMOVUPD      expP8<>+0(SB), Y3
+	VFMADD213PD  expP7<>+0(SB), Y1, Y3
+	VFMADD213PD  expP6<>+0(SB), Y1, Y3
+	VFMADD213PD  expP5<>+0(SB), Y1, Y3
+	VFMADD213PD  expP4<>+0(SB), Y1, Y3
+	VFMADD213PD  expP3<>+0(SB), Y1, Y3
+	VFMADD213PD  expP2<>+0(SB), Y1, Y3
+	VFMADD213PD  expOne<>+0(SB), Y1, Y3
+	VMULPD       Y3, Y1, Y1
+	VADDPD       expTwo<>+0(SB), Y1, Y3
+	VMULPD       Y3, Y1, Y1
+	VADDPD       expTwo<>+0(SB), Y1, Y3
+	VMULPD       Y3, Y1, Y1
+	VADDPD       expTwo<>+0(SB), Y1, Y3
+	VMULPD       Y3, Y1, Y1
+	VADDPD       expTwo<>+0(SB), Y1, Y3
+	VFMADD213PD  expOne<>+0(SB), Y3, Y1
+	VPADDQ       expBias<>+0(SB), Y2, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VMULPD       Y2, Y1, Y1
+	VMOVUPD      Y1, (DI)
+	VFNMADD231PD expLn2hi<>+0(SB), Y6, Y4
+	VFNMADD231PD expLn2lo<>+0(SB), Y6, Y4
+	VMULPD       expSixteenth<>+0(SB), Y4, Y4
+	VMOVUPD      expP8<>+0(SB), Y1
+	VFMADD213PD  expP7<>+0(SB), Y4, Y1
+	VFMADD213PD  expP6<>+0(SB), Y4, Y1
+	VFMADD213PD  expP5<>+0(SB), Y4, Y1
+	VFMADD213PD  expP4<>+0(SB), Y4, Y1
+	VFMADD213PD  expP3<>+0(SB), Y4, Y1
+	VFMADD213PD  expP2<>+0(SB), Y4, Y1
+	VFMADD213PD  expOne<>+0(SB), Y4, Y1
+	VMULPD       Y1, Y4, Y1
+	VADDPD       expTwo<>+0(SB), Y1, Y2
+	VMULPD       Y2, Y1, Y1
+	VADDPD       expTwo<>+0(SB), Y1, Y2
+	VMULPD       Y2, Y1, Y1
+	VADDPD       expTwo<>+0(SB), Y1, Y2
+	VMULPD       Y2, Y1, Y1
+	VADDPD       expTwo<>+0(SB), Y1, Y2
+	VFMADD213PD  expOne<>+0(SB), Y2, Y1
+	VPADDQ       expBias<>+0(SB), Y5, Y5
+	VPSLLQ       $0x34, Y5, Y5
+	VMULPD       Y5, Y1, Y1
+	VMOVUPD      Y1, 32(DI)
+	ADDQ         $0x00000040, DI
+	ADDQ         $0x00000020, SI
+	ADDQ         $0x00000008, AX
+	JMP          loop
+
+out:
+	VZEROUPPER
+	MOVQ AX, ret+32(FP)
+	RET
+
+// func expShiftedAVX512(dst *float64, x *float32, n int, m float64) int
+// Requires: AVX, AVX512F
+TEXT ·expShiftedAVX512(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	VBROADCASTSD m+24(FP), Z0
+	MOVQ         n+16(FP), CX
+	XORQ         AX, AX
+
+loop:
+	CMPQ         AX, CX
+	JGE          out
+	VCVTPS2PD    (SI), Z1
+	VSUBPD       Z0, Z1, Z1
+	VMULPD       expLog2e<>+0(SB), Z1, Z2
+	VADDPD       expMagic<>+0(SB), Z2, Z2
+	VSUBPD       expMagic<>+0(SB), Z2, Z3
+	VCVTPS2PD    32(SI), Z4
+	VSUBPD       Z0, Z4, Z4
+	VMULPD       expLog2e<>+0(SB), Z4, Z5
+	VADDPD       expMagic<>+0(SB), Z5, Z5
+	VSUBPD       expMagic<>+0(SB), Z5, Z6
+	VCMPPD       $0x12, expOverflow<>+0(SB), Z1, K1
+	VCMPPD       $0x1d, expKMin<>+0(SB), Z3, K1, K1
+	VCMPPD       $0x12, expKMax<>+0(SB), Z3, K1, K1
+	VCMPPD       $0x12, expOverflow<>+0(SB), Z4, K1, K1
+	VCMPPD       $0x1d, expKMin<>+0(SB), Z6, K1, K1
+	VCMPPD       $0x12, expKMax<>+0(SB), Z6, K1, K1
+	KMOVW        K1, DX
+	CMPL         DX, $0xff
+	JNE          out
+	VFNMADD231PD expLn2hi<>+0(SB), Z3, Z1
+	VFNMADD231PD expLn2lo<>+0(SB), Z3, Z1
+	VMULPD       expSixteenth<>+0(SB), Z1, Z1
+	VMOVUPD      expP8<>+0(SB), Z3
+	VFMADD213PD  expP7<>+0(SB), Z1, Z3
+	VFMADD213PD  expP6<>+0(SB), Z1, Z3
+	VFMADD213PD  expP5<>+0(SB), Z1, Z3
+	VFMADD213PD  expP4<>+0(SB), Z1, Z3
+	VFMADD213PD  expP3<>+0(SB), Z1, Z3
+	VFMADD213PD  expP2<>+0(SB), Z1, Z3
+	VFMADD213PD  expOne<>+0(SB), Z1, Z3
+	VMULPD       Z3, Z1, Z1
+	VADDPD       expTwo<>+0(SB), Z1, Z3
+	VMULPD       Z3, Z1, Z1
+	VADDPD       expTwo<>+0(SB), Z1, Z3
+	VMULPD       Z3, Z1, Z1
+	VADDPD       expTwo<>+0(SB), Z1, Z3
+	VMULPD       Z3, Z1, Z1
+	VADDPD       expTwo<>+0(SB), Z1, Z3
+	VFMADD213PD  expOne<>+0(SB), Z3, Z1
+	VPADDQ       expBias<>+0(SB), Z2, Z2
+	VPSLLQ       $0x34, Z2, Z2
+	VMULPD       Z2, Z1, Z1
+	VMOVUPD      Z1, (DI)
+	VFNMADD231PD expLn2hi<>+0(SB), Z6, Z4
+	VFNMADD231PD expLn2lo<>+0(SB), Z6, Z4
+	VMULPD       expSixteenth<>+0(SB), Z4, Z4
+	VMOVUPD      expP8<>+0(SB), Z1
+	VFMADD213PD  expP7<>+0(SB), Z4, Z1
+	VFMADD213PD  expP6<>+0(SB), Z4, Z1
+	VFMADD213PD  expP5<>+0(SB), Z4, Z1
+	VFMADD213PD  expP4<>+0(SB), Z4, Z1
+	VFMADD213PD  expP3<>+0(SB), Z4, Z1
+	VFMADD213PD  expP2<>+0(SB), Z4, Z1
+	VFMADD213PD  expOne<>+0(SB), Z4, Z1
+	VMULPD       Z1, Z4, Z1
+	VADDPD       expTwo<>+0(SB), Z1, Z2
+	VMULPD       Z2, Z1, Z1
+	VADDPD       expTwo<>+0(SB), Z1, Z2
+	VMULPD       Z2, Z1, Z1
+	VADDPD       expTwo<>+0(SB), Z1, Z2
+	VMULPD       Z2, Z1, Z1
+	VADDPD       expTwo<>+0(SB), Z1, Z2
+	VFMADD213PD  expOne<>+0(SB), Z2, Z1
+	VPADDQ       expBias<>+0(SB), Z5, Z5
+	VPSLLQ       $0x34, Z5, Z5
+	VMULPD       Z5, Z1, Z1
+	VMOVUPD      Z1, 64(DI)
+	ADDQ         $0x00000080, DI
+	ADDQ         $0x00000040, SI
+	ADDQ         $0x00000010, AX
+	JMP          loop
+
+out:
+	VZEROUPPER
+	MOVQ AX, ret+32(FP)
+	RET

@@ -17,3 +17,17 @@ func expAVX2(x *float64, n int) int
 //
 //go:noescape
 func expAVX512(x *float64, n int) int
+
+// expShiftedAVX2 sets dst[i] = math.Exp(float64(x[i]) − m) (its FMA sequence) for i < n (a
+// multiple of 8), 8 at a time, up to the first 8 whose float64(x[i]) − m lie outside the
+// sequence's range (see vmath.reduce), and returns the number of values done. Requires AVX2 and FMA.
+//
+//go:noescape
+func expShiftedAVX2(dst *float64, x *float32, n int, m float64) int
+
+// expShiftedAVX512 sets dst[i] = math.Exp(float64(x[i]) − m) (its FMA sequence) for i < n (a
+// multiple of 16), 16 at a time, up to the first 16 whose float64(x[i]) − m lie outside the
+// sequence's range (see vmath.reduce), and returns the number of values done. Requires AVX-512F.
+//
+//go:noescape
+func expShiftedAVX512(dst *float64, x *float32, n int, m float64) int

@@ -2,8 +2,5 @@
 
 package vmath
 
-// block and vectorLoop: the vector loops exist on amd64 only.
-var (
-	block      = 8
-	vectorLoop func(x *float64, n int) int
-)
+// vec: the vector loops exist on amd64 only.
+var vec vectorLoops

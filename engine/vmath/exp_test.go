@@ -10,17 +10,16 @@ import (
 
 type kernel struct {
 	name  string
-	loop  func(x *float64, n int) int
-	block int
+	loops vectorLoops
 }
 
 // eachKernel runs f with Exp set to each vector loop this CPU has, then to
 // the scalar code alone.
 func eachKernel(t *testing.T, f func(t *testing.T)) {
-	savedLoop, savedBlock := vectorLoop, block
-	defer func() { vectorLoop, block = savedLoop, savedBlock }()
-	for _, k := range append(vectorKernels(), kernel{"scalar", nil, 8}) {
-		vectorLoop, block = k.loop, k.block
+	saved := vec
+	defer func() { vec = saved }()
+	for _, k := range append(vectorKernels(), kernel{"scalar", vectorLoops{}}) {
+		vec = k.loops
 		t.Run(k.name, f)
 	}
 }
@@ -157,6 +156,78 @@ func TestExpTies(t *testing.T) {
 	})
 }
 
+// checkShifted compares ExpShifted of xs and m with math.Exp of
+// float64(x) − m, bit for bit, writing into a longer dst whose extra
+// element must stay.
+func checkShifted(t *testing.T, xs []float32, m float64) {
+	t.Helper()
+	dst := make([]float64, len(xs)+1)
+	dst[len(xs)] = 42
+	ExpShifted(dst, xs, m)
+	bad := 0
+	for i, x := range xs {
+		if want := math.Exp(float64(x) - m); math.Float64bits(dst[i]) != math.Float64bits(want) {
+			if bad++; bad <= 5 {
+				t.Errorf("ExpShifted(%v − %v) [index %d] = %v [%#x], math.Exp gives %v [%#x]",
+					x, m, i, dst[i], math.Float64bits(dst[i]), want, math.Float64bits(want))
+			}
+		}
+	}
+	if bad > 5 {
+		t.Errorf("... %d values differ in all", bad)
+	}
+	if dst[len(xs)] != 42 {
+		t.Errorf("ExpShifted wrote past len(x)")
+	}
+}
+
+// TestExpShifted runs ExpShifted over float32 logits less shifts: random
+// ones, the range's boundaries and special values (in x and in m), at
+// every position of a block and with every tail length.
+func TestExpShifted(t *testing.T) {
+	eachKernel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(24, 2))
+		xs := make([]float32, 1<<20)
+		for i := range xs {
+			xs[i] = float32(120 * (rng.Float64() - 0.5))
+		}
+		for _, m := range []float64{0, 60, -60, 0.1, 700, -700, 1e10, -1e10, math.NaN(), math.Inf(1), math.Inf(-1)} {
+			checkShifted(t, xs[:1<<16], m)
+		}
+		checkShifted(t, xs, 60)
+		var es []float32
+		for _, e := range edges() {
+			x := float32(e)
+			es = append(es, x)
+			for range 40 {
+				x = math.Nextafter32(x, float32(math.Inf(1)))
+				es = append(es, x)
+			}
+			x = float32(e)
+			for range 40 {
+				x = math.Nextafter32(x, float32(math.Inf(-1)))
+				es = append(es, x)
+			}
+		}
+		for _, m := range []float64{0, 1e-3, -1e-3, 0.5} {
+			checkShifted(t, es, m)
+		}
+		for _, e := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 710, -709, -746, 1e30} {
+			for pos := range 40 {
+				x := make([]float32, 40)
+				for i := range x {
+					x[i] = float32(i)*0.37 - 5
+				}
+				x[pos] = e
+				checkShifted(t, x, 0.25)
+			}
+		}
+		for n := range 70 {
+			checkShifted(t, xs[:n], 1)
+		}
+	})
+}
+
 // TestSequences checks the sequence Exp takes on this machine — on amd64
 // the FMA one where math.Exp fuses, the plain one where it does not — and
 // runs the comparisons again in a child process under GODEBUG=cpu.fma=off,
@@ -169,7 +240,7 @@ func TestSequences(t *testing.T) {
 	if path != viaFMA || child {
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run", "^(TestSequences|TestExpRandom|TestExpEdges|TestExpTies)$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run", "^(TestSequences|TestExpRandom|TestExpEdges|TestExpTies|TestExpShifted)$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "GODEBUG=cpu.fma=off", "VMATH_CHILD=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("under GODEBUG=cpu.fma=off: %v\n%s", err, out)
@@ -217,10 +288,10 @@ func BenchmarkExp(b *testing.B) {
 			}
 		}
 	})
-	savedLoop, savedBlock := vectorLoop, block
-	defer func() { vectorLoop, block = savedLoop, savedBlock }()
-	for _, k := range append(vectorKernels(), kernel{"scalar", nil, 8}) {
-		vectorLoop, block = k.loop, k.block
+	saved := vec
+	defer func() { vec = saved }()
+	for _, k := range append(vectorKernels(), kernel{"scalar", vectorLoops{}}) {
+		vec = k.loops
 		b.Run(k.name, func(b *testing.B) {
 			for b.Loop() {
 				fill()

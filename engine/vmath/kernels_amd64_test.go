@@ -2,17 +2,17 @@ package vmath
 
 import xcpu "golang.org/x/sys/cpu"
 
-// vectorKernels are the vector loops this CPU runs, each with its block.
+// vectorKernels are the vector loops this CPU runs.
 func vectorKernels() []kernel {
 	var ks []kernel
 	if path != viaFMA {
 		return nil
 	}
 	if xcpu.X86.HasAVX512F {
-		ks = append(ks, kernel{"avx512", expAVX512, 16})
+		ks = append(ks, kernel{"avx512", avx512Loops})
 	}
 	if xcpu.X86.HasAVX2 && xcpu.X86.HasFMA {
-		ks = append(ks, kernel{"avx2", expAVX2, 8})
+		ks = append(ks, kernel{"avx2", avx2Loops})
 	}
 	return ks
 }

@@ -40,6 +40,16 @@ func bcast(name string, b uint64) Mem {
 	return m
 }
 
+// paramAddr is the stack address of a parameter, for an instruction that
+// reads it from memory.
+func paramAddr(name string) Mem {
+	b, err := Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b.Addr
+}
+
 func f64(name string, v float64) Mem { return bcast(name, math.Float64bits(v)) }
 
 // consts are the constants of exp_amd64.s (and vmath's exp.go).
@@ -70,34 +80,54 @@ func main() {
 			c.p[k] = f64(fmt.Sprintf("expP%d", k), v)
 		}
 	}
-	expLoop("expAVX2", 4, c)
-	expLoop("expAVX512", 8, c)
+	expLoop("expAVX2", 4, false, c)
+	expLoop("expAVX512", 8, false, c)
+	expLoop("expShiftedAVX2", 4, true, c)
+	expLoop("expShiftedAVX512", 8, true, c)
 	Generate()
 }
 
 // expLoop emits the loop over width-lane vectors (4: YMM, AVX2 and FMA;
-// 8: ZMM, AVX-512F).
-func expLoop(name string, width int, c consts) {
+// 8: ZMM, AVX-512F). In place on x, or, shifted, from float32s x to
+// float64s dst of the exponentials of float64(x[i]) − m.
+func expLoop(name string, width int, shifted bool, c consts) {
 	block := width * unroll
 	features := "AVX2 and FMA"
 	if width == 8 {
 		features = "AVX-512F"
 	}
-	TEXT(name, NOSPLIT, "func(x *float64, n int) int")
-	Doc(
-		fmt.Sprintf("%s replaces x[i] by math.Exp(x[i]) (its FMA sequence) for i < n (a multiple of %d),", name, block),
-		fmt.Sprintf("%d at a time, up to the first %d holding a value outside the sequence's range (see", block, block),
-		fmt.Sprintf("vmath.reduce), and returns the number of values done. Requires %s.", features),
-	)
+	if shifted {
+		TEXT(name, NOSPLIT, "func(dst *float64, x *float32, n int, m float64) int")
+		Doc(
+			fmt.Sprintf("%s sets dst[i] = math.Exp(float64(x[i]) − m) (its FMA sequence) for i < n (a", name),
+			fmt.Sprintf("multiple of %d), %d at a time, up to the first %d whose float64(x[i]) − m lie outside the", block, block, block),
+			fmt.Sprintf("sequence's range (see vmath.reduce), and returns the number of values done. Requires %s.", features),
+		)
+	} else {
+		TEXT(name, NOSPLIT, "func(x *float64, n int) int")
+		Doc(
+			fmt.Sprintf("%s replaces x[i] by math.Exp(x[i]) (its FMA sequence) for i < n (a multiple of %d),", name, block),
+			fmt.Sprintf("%d at a time, up to the first %d holding a value outside the sequence's range (see", block, block),
+			fmt.Sprintf("vmath.reduce), and returns the number of values done. Requires %s.", features),
+		)
+	}
 	Pragma("noescape")
-	x := Load(Param("x"), RSI)
-	n := Load(Param("n"), RCX)
-	done := RAX
-	XORQ(done, done)
 	vec := YMM
 	if width == 8 {
 		vec = ZMM
 	}
+	var x, src, n, shift Register
+	if shifted {
+		x = Load(Param("dst"), RDI)
+		src = Load(Param("x"), RSI)
+		shift = vec()
+		VBROADCASTSD(paramAddr("m"), shift)
+	} else {
+		x = Load(Param("x"), RSI)
+	}
+	n = Load(Param("n"), RCX)
+	done := RAX
+	XORQ(done, done)
 	var v, t, k [unroll]VecVirtual
 	for j := range unroll {
 		v[j], t[j], k[j] = vec(), vec(), vec()
@@ -108,7 +138,12 @@ func expLoop(name string, width int, c consts) {
 	JGE(LabelRef("out"))
 	// t = x·log2e + 1.5·2⁵² holds k = round(x·log2e) in its low bits.
 	for j := range unroll {
-		VMOVUPD(Mem{Base: x, Disp: 8 * width * j}, v[j])
+		if shifted {
+			VCVTPS2PD(Mem{Base: src, Disp: 4 * width * j}, v[j])
+			VSUBPD(shift, v[j], v[j])
+		} else {
+			VMOVUPD(Mem{Base: x, Disp: 8 * width * j}, v[j])
+		}
 		VMULPD(c.log2e, v[j], t[j])
 		VADDPD(c.magic, t[j], t[j])
 		VSUBPD(c.magic, t[j], k[j])
@@ -174,6 +209,9 @@ func expLoop(name string, width int, c consts) {
 		VMOVUPD(e, Mem{Base: x, Disp: 8 * width * j})
 	}
 	ADDQ(U32(8*block), x)
+	if shifted {
+		ADDQ(U32(4*block), src)
+	}
 	ADDQ(U32(block), done)
 	JMP(LabelRef("loop"))
 
