@@ -166,9 +166,9 @@ func prefixSums(p []float64, offset int, c float64, last int) (float64, int) {
 // prefix sums c of their masses (p_j ≥ 0) and t = u·c_n in [0, c_n], the
 // first candidate j with t < c_j, found by binary search as c is
 // non-decreasing. That c_j exceeds c_{j-1} ≤ t, so p_j ≠ 0: it is the
-// candidate a walk adding up the nonzero masses in order stops at. When
-// u·c_n rounded up to c_n no candidate qualifies; the draw is then the
-// last one with mass, last.
+// candidate a walk adding up the nonzero masses in order stops at. No
+// candidate qualifies when t = c_n, which u < 1 never gives (u·c_n rounds
+// below c_n); the walk drew the last one with mass then, and so does draw.
 func draw(c []float64, t float64, last int) int {
 	j, _ := slices.BinarySearchFunc(c, t, func(c, t float64) int {
 		if c <= t {
@@ -195,10 +195,10 @@ func argmax(logits []float32) int {
 }
 
 // scale fills s.x with logits / T, NaN as -Inf, and returns the largest
-// (-Inf when there is none; of equal zeros, the first) and whether every
-// value is finite. (The numerators x - m are the same whatever zero m is.) If some
-// entries are +Inf the limit distribution is uniform over them: they become
-// 0, the rest -Inf.
+// (-Inf when there is none; of equal zeros, the first: the numerators
+// x - m are the same whatever zero m is) and whether every value is
+// finite. If some entries are +Inf the limit distribution is uniform over
+// them: they become 0, the rest -Inf.
 func (s *Sampler) scale(logits []float32, temp float32) (m float32, finite bool) {
 	s.x = slices.Grow(s.x[:0], len(logits))[:len(logits)]
 	x := s.x[:len(logits)]
