@@ -123,6 +123,9 @@ func pow2(k float64) float64 {
 }
 
 // expFMA is math.Exp by exp_amd64.s's FMA sequence (its avxfma label).
+// Every product that a sum follows is converted, float64(a*b), which
+// rounds it: without, a compiler targeting FMA (GOAMD64=v3) may fuse it
+// with the sum, even across statements, where the assembly does not.
 func expFMA(x float64) float64 {
 	k, ok := reduce(x)
 	if !ok {
@@ -138,17 +141,16 @@ func expFMA(x float64) float64 {
 	p = math.FMA(p, r, p3)
 	p = math.FMA(p, r, p2)
 	p = math.FMA(p, r, 1)
-	e := r * p // e^r − 1
-	e *= e + 2
-	e *= e + 2
-	e *= e + 2
+	e := float64(r * p) // e^r − 1
+	e = float64(e * (e + 2))
+	e = float64(e * (e + 2))
+	e = float64(e * (e + 2))
 	e = math.FMA(e+2, e, 1) // the last squaring and the 1 fused
 	return e * pow2(k)
 }
 
-// expPlain is math.Exp by exp_amd64.s's sequence without FMA. The
-// conversions float64(a·b) keep the compiler from fusing a product with
-// the sum after it (the Go spec allows that only without them).
+// expPlain is math.Exp by exp_amd64.s's sequence without FMA, every
+// product converted as in expFMA.
 func expPlain(x float64) float64 {
 	k, ok := reduce(x)
 	if !ok {
@@ -164,11 +166,11 @@ func expPlain(x float64) float64 {
 	p = float64(p*r) + p3
 	p = float64(p*r) + p2
 	p = float64(p*r) + 1
-	e := r * p
-	e *= e + 2
-	e *= e + 2
-	e *= e + 2
-	e *= e + 2
+	e := float64(r * p)
+	e = float64(e * (e + 2))
+	e = float64(e * (e + 2))
+	e = float64(e * (e + 2))
+	e = float64(e * (e + 2))
 	return (e + 1) * pow2(k)
 }
 

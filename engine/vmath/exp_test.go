@@ -237,7 +237,7 @@ func TestSequences(t *testing.T) {
 	if want := expectedPath(child); path != want {
 		t.Fatalf("path %d, want %d (GODEBUG=%q)", path, want, os.Getenv("GODEBUG"))
 	}
-	if path != viaFMA || child {
+	if path != viaFMA || child || !fmaSwitchable {
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run", "^(TestSequences|TestExpRandom|TestExpEdges|TestExpTies|TestExpShifted)$", "-test.count=1")
