@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/ragen-go/ragen/engine/vmath"
 )
 
 // Options selects how a token is drawn. The zero value is greedy decoding.
@@ -66,11 +68,15 @@ func Check(logits []float32) error {
 // each goroutine its own.
 type Sampler struct {
 	x    []float32 // (V) logits / temperature, NaN → -Inf
-	cand []int32   // (≤V) token ids still in the running, ascending
-	p    []float64 // (≤V) exp(x - max) of each candidate, unnormalised
+	cand []int32   // (≤V) token ids still in the running, ascending; unused when all are
+	p    []float64 // (≤V) exp(x - max) of each candidate, unnormalised, then their prefix sums
 	heap []int32   // (≤V) positions into cand: the top-p max-heap
 	kth  []float32 // (k) top-k min-heap of values
 }
+
+// expBlock is how many numerators Sample computes at a time, exponential and
+// prefix sums together while they are in the L1 cache (8 KB of float64s).
+const expBlock = 1024
 
 // Sample returns the next token id for one row of logits (length V, the
 // vocabulary); it does not modify logits. It takes exactly one draw from rng
@@ -90,45 +96,90 @@ func (s *Sampler) Sample(logits []float32, o Options, rng *RNG) int {
 	if !(o.Temperature > 0) || math.IsInf(float64(o.Temperature), 1) {
 		return argmax(logits)
 	}
-	s.scale(logits, o.Temperature)
-	s.candidates(o.TopK)
-	if len(s.cand) == 0 {
+	m, all := s.scale(logits, o.Temperature)
+	if o.TopK > 0 && o.TopK < len(s.x) {
+		all = false
+		s.topK(o.TopK)
+	} else if !all {
+		s.finite()
+	}
+	n := len(s.x)
+	if !all {
+		n = len(s.cand)
+	}
+	if n == 0 {
 		return 0
 	}
-
-	// Softmax numerators in float64 over the candidates: p_j = exp(x_j - max).
-	m := float32(math.Inf(-1))
-	for _, i := range s.cand {
-		m = max(m, s.x[i])
-	}
-	s.p = s.p[:0]
-	for _, i := range s.cand {
-		s.p = append(s.p, math.Exp(float64(s.x[i])-float64(m)))
+	// id is the token id of candidate j.
+	id := func(j int) int {
+		if all {
+			return j
+		}
+		return int(s.cand[j])
 	}
 
-	if o.TopP > 0 && o.TopP < 1 && len(s.cand) > 1 {
-		s.nucleus(float64(o.TopP))
-	}
-
-	// Inverse CDF over the kept candidates in ascending token id.
-	var z float64
-	for _, q := range s.p {
-		z += q
-	}
-	t := u * z
+	// Softmax numerators in float64 over the candidates, p_j = exp(x_j - m)
+	// with m the largest x, a block at a time; then their prefix sums
+	// c_j = p_0 + … + p_j, added in order as a running sum (the sum of the
+	// draw below, so it must not be reassociated). Top-p needs every p_j
+	// before it sums.
+	s.p = slices.Grow(s.p[:0], n)[:n]
+	nucleus := o.TopP > 0 && o.TopP < 1 && n > 1
 	var c float64
-	last := 0
-	for j, q := range s.p {
-		if q == 0 {
-			continue
+	last := 0 // the last candidate with p_j ≠ 0 (one has p_j = 1)
+	for lo := 0; lo < n; lo += expBlock {
+		blk := s.p[lo:min(lo+expBlock, n)]
+		if all {
+			vmath.ExpShifted(blk, s.x[lo:lo+len(blk)], float64(m))
+		} else {
+			for j, i := range s.cand[lo : lo+len(blk)] {
+				blk[j] = float64(s.x[i]) - float64(m)
+			}
+			vmath.Exp(blk)
+		}
+		if !nucleus {
+			c, last = prefixSums(blk, lo, c, last)
+		}
+	}
+	if nucleus {
+		s.nucleus(float64(o.TopP))
+		c, last = prefixSums(s.p, 0, 0, 0)
+	}
+	return id(draw(s.p, u*c, last))
+}
+
+// prefixSums replaces p[j] by c + p[0] + … + p[j], summed in order, and
+// returns the last sum and the position, offset + j, of the last nonzero
+// p[j] (or last when there is none).
+func prefixSums(p []float64, offset int, c float64, last int) (float64, int) {
+	for j, q := range p {
+		if q != 0 {
+			last = offset + j
 		}
 		c += q
-		last = j
-		if t < c {
-			return int(s.cand[j])
-		}
+		p[j] = c
 	}
-	return int(s.cand[last]) // u·z rounded up to z: the last token with mass
+	return c, last
+}
+
+// draw inverts the CDF of the candidates in ascending token id: given the
+// prefix sums c of their masses (p_j ≥ 0) and t = u·c_n in [0, c_n], the
+// first candidate j with t < c_j, found by binary search as c is
+// non-decreasing. That c_j exceeds c_{j-1} ≤ t, so p_j ≠ 0: it is the
+// candidate a walk adding up the nonzero masses in order stops at. No
+// candidate qualifies when t = c_n, which u < 1 never gives (u·c_n rounds
+// below c_n); the walk drew the last one with mass then, and so does draw.
+func draw(c []float64, t float64, last int) int {
+	j, _ := slices.BinarySearchFunc(c, t, func(c, t float64) int {
+		if c <= t {
+			return -1
+		}
+		return 1
+	})
+	if j == len(c) {
+		return last
+	}
+	return j
 }
 
 // argmax returns the index of the largest logit, the lowest index on ties;
@@ -143,51 +194,87 @@ func argmax(logits []float32) int {
 	return max(best, 0)
 }
 
-// scale fills s.x with logits / T, NaN as -Inf. If some entries are +Inf
-// the limit distribution is uniform over them: they become 0, the rest -Inf.
-func (s *Sampler) scale(logits []float32, temp float32) {
+// scale fills s.x with logits / T, NaN as -Inf, and returns the largest
+// (-Inf when there is none; of equal zeros, the first: the numerators
+// x - m are the same whatever zero m is) and whether every value is
+// finite. If some entries are +Inf the limit distribution is uniform over
+// them: they become 0, the rest -Inf.
+func (s *Sampler) scale(logits []float32, temp float32) (m float32, finite bool) {
 	s.x = slices.Grow(s.x[:0], len(logits))[:len(logits)]
-	inf := false
+	x := s.x[:len(logits)]
+	negInf := float32(math.Inf(-1))
+	m = negInf
+	nonFinite := false
+	// Dividing by a power of two is multiplying by its reciprocal, which is
+	// exact: both round the same real number once. The default
+	// temperatures (1 for rollouts, 0.5 for validation) are.
+	recip, exact := reciprocal(temp)
 	for i, v := range logits {
-		v /= temp
-		if v != v {
-			v = float32(math.Inf(-1))
-		}
-		inf = inf || math.IsInf(float64(v), 1)
-		s.x[i] = v
-	}
-	if !inf {
-		return
-	}
-	for i, v := range s.x {
-		if math.IsInf(float64(v), 1) {
-			s.x[i] = 0
+		if exact {
+			v *= recip
 		} else {
-			s.x[i] = float32(math.Inf(-1))
+			v /= temp
 		}
-	}
-}
-
-// candidates fills s.cand with the ids, ascending, of the tokens that
-// survive top-k (all finite ones when k is off). The k-th largest value is
-// found with a size-k min-heap: O(V log k), no sort of the vocabulary.
-func (s *Sampler) candidates(k int) {
-	thr := float32(math.Inf(-1))
-	if k > 0 && k < len(s.x) {
-		h := s.kth[:0]
-		for _, v := range s.x {
-			switch {
-			case len(h) < k:
-				h = append(h, v)
-				siftUpMin(h, len(h)-1)
-			case v > h[0]:
-				h[0] = v
-				siftDownMin(h, 0)
+		if v-v != 0 { // NaN or ±Inf
+			nonFinite = true
+			if v != v {
+				v = negInf
 			}
 		}
-		s.kth = h
-		thr = h[0]
+		if v > m { // not max(m, v): its handling of NaN and ±0 makes a chain ~10 cycles long
+			m = v
+		}
+		x[i] = v
 	}
+	if !nonFinite {
+		return m, true
+	}
+	if !math.IsInf(float64(m), 1) {
+		return m, false
+	}
+	for i, v := range x {
+		if math.IsInf(float64(v), 1) {
+			x[i] = 0
+		} else {
+			x[i] = negInf
+		}
+	}
+	return 0, false
+}
+
+// reciprocal returns 1/t and whether it is exact: t a normal power of two
+// (1/t is then representable, if as a subnormal for t = 2¹²⁷).
+func reciprocal(t float32) (float32, bool) {
+	b := math.Float32bits(t)
+	e := b >> 23 & 0xff
+	return 1 / t, b&0x7fffff == 0 && e > 0 && e < 0xff
+}
+
+// topK fills s.cand with the ids, ascending, of the tokens that survive
+// top-k: the finite ones at least the k-th largest value, found with a
+// size-k min-heap (O(V log k), no sort of the vocabulary).
+func (s *Sampler) topK(k int) {
+	h := s.kth[:0]
+	for _, v := range s.x {
+		switch {
+		case len(h) < k:
+			h = append(h, v)
+			siftUpMin(h, len(h)-1)
+		case v > h[0]:
+			h[0] = v
+			siftDownMin(h, 0)
+		}
+	}
+	s.kth = h
+	s.keep(h[0])
+}
+
+// finite fills s.cand with the ids, ascending, of the finite tokens.
+func (s *Sampler) finite() { s.keep(float32(math.Inf(-1))) }
+
+// keep fills s.cand with the ids, ascending, of the tokens with a value
+// ≥ thr other than -Inf.
+func (s *Sampler) keep(thr float32) {
 	s.cand = s.cand[:0]
 	for i, v := range s.x {
 		if v >= thr && !math.IsInf(float64(v), -1) {
