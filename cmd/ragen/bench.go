@@ -50,20 +50,45 @@ var gemmShapes = [][3]int{{512, 128, 128}, {512, 512, 128}, {512, 128, 512}, {40
 type benchOpts struct {
 	quick, skipTorch, skipGEMM bool
 	rounds, steps, newTokens   int
+	qwenRounds                 int // rounds of the qwen2.5-0.5b rows
 	torchThreads, blasThreads  int
 	presets                    []string
 	python, scripts            string
 	blas                       blasTuning // the peers' OpenBLAS setting
 }
 
+const benchUsage = `usage: ragen bench [flags]
+
+Times our training step and decoding against the same model in PyTorch
+(scripts/bench/torch_peer.py), in alternating rounds, and SGEMM against
+OpenBLAS (scripts/bench/openblas_peer.c, built with gcc). Run it from the
+repository root on a machine as idle as you can get; the load average is
+printed with the results.
+
+The peers are tuned as a user would: when OpenBLAS (Debian's picks its
+kernels by CPU model) falls back to a core narrower than the CPU allows,
+both peers run with OPENBLAS_CORETYPE set to the best one (SkylakeX for
+AVX-512, Haswell for AVX2 + FMA, Sandybridge for AVX); an
+OPENBLAS_CORETYPE of yours is kept. The first lines say what was used.
+
+-presets qwen2.5-0.5b adds the scale RAGEN trains: random bf16-exact
+weights of Qwen2.5-0.5B's shape (494M parameters), decoding against
+PyTorch in float32 and in bfloat16, forward + backward + AdamW with rank-16
+LoRA adapters on all linear layers and of the full model, and the peak
+memory of each row on each side. It is not in the default: about 8 minutes
+with -quick and half an hour without on 2 busy cores, and each side's full
+update needs about 10 GB (the full row runs ours, then PyTorch's).
+
+`
+
 func runBench(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), benchUsage); fs.PrintDefaults() }
 	quick := fs.Bool("quick", false, "short run: 2 rounds, 1 training step and 32 new tokens per round, shorter GEMM timing")
 	skipTorch := fs.Bool("skip-torch", false, "do not run the PyTorch peer")
 	skipGEMM := fs.Bool("skip-gemm", false, "do not run the GEMM comparison")
-	rounds := fs.Int("rounds", 0, "rounds of ours/theirs alternation (default 5, 2 with -quick)")
-	presets := fs.String("presets", "small,base", "comma-separated model presets to run: small, base, or "+qwenPreset+
-		" (random weights of Qwen2.5-0.5B's shape, not in the default: decode, LoRA and full training rows, 10–20 minutes and up to ~12 GB for our side or PyTorch's, one at a time)")
+	rounds := fs.Int("rounds", 0, "rounds of ours/theirs alternation (default 5, 2 with -quick; "+qwenPreset+": 3, 2 with -quick)")
+	presets := fs.String("presets", "small,base", "comma-separated model presets to run: small, base, "+qwenPreset+" (see above)")
 	python := fs.String("python", "/usr/bin/python3", "Python interpreter with torch (Debian's python3-torch)")
 	scripts := fs.String("scripts", "scripts/bench", "directory of the peer programs (torch_peer.py, openblas_peer.c)")
 	// research/perf.md: only one of torch's OpenMP pool and OpenBLAS's may
@@ -81,10 +106,11 @@ func runBench(args []string) error {
 	if o.quick {
 		o.steps, o.newTokens = 1, 32
 	}
+	o.qwenRounds = o.rounds
 	if o.rounds == 0 {
-		o.rounds = 5
+		o.rounds, o.qwenRounds = 5, 3 // a qwen round takes minutes
 		if o.quick {
-			o.rounds = 2
+			o.rounds, o.qwenRounds = 2, 2
 		}
 	}
 	if o.rounds < 1 {
@@ -99,8 +125,10 @@ func runBench(args []string) error {
 		}
 		o.presets = append(o.presets, p)
 	}
-	fmt.Printf("ragen bench: B=%d T=%d vocab=%d; decode %d sequences, %d-token prompt, %d new tokens; %d rounds, best-of and median\n",
-		benchB, benchT, benchVocab, benchB, benchPrompt, o.newTokens, o.rounds)
+	if slices.ContainsFunc(o.presets, func(p string) bool { return p != qwenPreset }) {
+		fmt.Printf("ragen bench: B=%d T=%d vocab=%d; decode %d sequences, %d-token prompt, %d new tokens; %d rounds, best-of and median\n",
+			benchB, benchT, benchVocab, benchB, benchPrompt, o.newTokens, o.rounds)
+	}
 	fmt.Printf("load average at start: %s\n", loadAvg())
 	// The OpenBLAS peer serves both to ask OpenBLAS which core it picks and
 	// for the GEMM rows; without it (no gcc or libopenblas-dev) the PyTorch

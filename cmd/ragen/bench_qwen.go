@@ -58,8 +58,9 @@ func newQwenModel() (*model.Model, error) {
 func benchQwen(o benchOpts) ([]benchRow, error) {
 	c := hf.Qwen05BConfig()
 	w := qwenWorkload(o.quick)
-	fmt.Printf("%s: %d parameters (random, bf16-exact); decode %d sequences, %d-token prompt, %d new tokens; train %d × %d tokens, 1 step a round, LoRA rank %d alpha %g on all linear layers, full: AdamW on everything (ours, then PyTorch's)\n",
-		qwenPreset, model.NewLayout(c).Size, benchB, benchPrompt, o.newTokens, w.b, w.t, qwenLoRA.Rank, qwenLoRA.Alpha)
+	o.rounds = o.qwenRounds
+	fmt.Printf("%s: %d parameters (random, bf16-exact); decode %d sequences, %d-token prompt, %d new tokens; train %d × %d tokens, 1 step a round, LoRA rank %d alpha %g on all linear layers, full: AdamW on everything (ours, then PyTorch's); %d rounds, best-of and median\n",
+		qwenPreset, model.NewLayout(c).Size, benchB, benchPrompt, o.newTokens, w.b, w.t, qwenLoRA.Rank, qwenLoRA.Alpha, o.rounds)
 	rows, err := benchQwenDecode(c, o)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -142,5 +144,36 @@ func TestBenchEnvWithout(t *testing.T) {
 	got := envWithout([]string{"OPENBLAS_CORETYPE=Haswell", "OPENBLAS_CORETYPE_X=1", "PATH=/bin"}, "OPENBLAS_CORETYPE")
 	if strings.Join(got, " ") != "OPENBLAS_CORETYPE_X=1 PATH=/bin" {
 		t.Errorf("envWithout = %q", got)
+	}
+}
+
+// TestBenchDetectBLAS: the probe runs with OPENBLAS_VERBOSE=2 and without
+// the user's OPENBLAS_CORETYPE (OpenBLAS's own choice is what is asked),
+// which still decides what the peers get.
+func TestBenchDetectBLAS(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	echo := func(script string) func() *exec.Cmd {
+		return func() *exec.Cmd { return exec.Command("sh", "-c", script) }
+	}
+	t.Setenv("OPENBLAS_CORETYPE", "")
+	os.Unsetenv("OPENBLAS_CORETYPE")
+	tu := detectBLAS(echo(`echo "Core: Prescott$OPENBLAS_CORETYPE" >&2; echo "verbose $OPENBLAS_VERBOSE"`), "", 1, 2)
+	if tu.detected != "Prescott" || tu.byUser || tu.coreType != chooseCoreType("", "Prescott", false, bestCoreType(hostFeatures())) {
+		t.Errorf("detectBLAS = %+v", tu)
+	}
+	t.Setenv("OPENBLAS_CORETYPE", "Haswell")
+	tu = detectBLAS(echo(`echo "Core: X${OPENBLAS_CORETYPE}-$OPENBLAS_VERBOSE"`), "", 1, 2)
+	if tu.detected != "X-2" || !tu.byUser || tu.coreType != "Haswell" || tu.env() != nil {
+		t.Errorf("detectBLAS with the user's OPENBLAS_CORETYPE = %+v", tu)
+	}
+	tu = detectBLAS(echo(`exit 1`), "", 1, 2)
+	if tu.detected != "" || !strings.Contains(tu.String(), "core not detected") {
+		t.Errorf("detectBLAS of a silent probe = %+v: %s", tu, tu)
+	}
+	tu = detectBLAS(nil, "gcc not found", 1, 2)
+	if !strings.Contains(tu.String(), "core not detected (gcc not found)") {
+		t.Errorf("detectBLAS without a probe: %s", tu)
 	}
 }
