@@ -12,12 +12,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ragen-go/ragen/engine/backend/cpu/gemm"
+	"github.com/ragen-go/ragen/engine/hf"
 	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/optim"
 	"github.com/ragen-go/ragen/engine/sample"
@@ -37,24 +40,55 @@ const (
 	benchPrompt, benchNew      = 128, 128
 )
 
+// blasPeerThreads is the OpenBLAS SGEMM peer's thread count (ours runs on
+// GOMAXPROCS, 2 on the reference machine).
+const blasPeerThreads = 2
+
 // gemmShapes are research/perf.md's SGEMM shapes (M, N, K).
 var gemmShapes = [][3]int{{512, 128, 128}, {512, 512, 128}, {512, 128, 512}, {4096, 256, 256}, {256, 8192, 256}, {1024, 1024, 1024}}
 
 type benchOpts struct {
 	quick, skipTorch, skipGEMM bool
 	rounds, steps, newTokens   int
+	qwenRounds                 int // rounds of the qwen2.5-0.5b rows
 	torchThreads, blasThreads  int
 	presets                    []string
 	python, scripts            string
+	blas                       blasTuning // the peers' OpenBLAS setting
 }
+
+const benchUsage = `usage: ragen bench [flags]
+
+Times our training step and decoding against the same model in PyTorch
+(scripts/bench/torch_peer.py), in alternating rounds, and SGEMM against
+OpenBLAS (scripts/bench/openblas_peer.c, built with gcc). Run it from the
+repository root on a machine as idle as you can get; the load average is
+printed with the results.
+
+The peers are tuned as a user would: when OpenBLAS (Debian's picks its
+kernels by CPU model) falls back to a core narrower than the CPU allows,
+both peers run with OPENBLAS_CORETYPE set to the best one (SkylakeX for
+AVX-512, Haswell for AVX2 + FMA, Sandybridge for AVX); an
+OPENBLAS_CORETYPE of yours is kept. The first lines say what was used.
+
+-presets qwen2.5-0.5b adds the scale RAGEN trains: random bf16-exact
+weights of Qwen2.5-0.5B's shape (494M parameters), decoding against
+PyTorch in float32 and in bfloat16, forward + backward + AdamW with rank-16
+LoRA adapters on all linear layers and of the full model, and the peak
+memory of each row on each side. It is not in the default: about 8 minutes
+with -quick and half an hour without on 2 busy cores, and each side's full
+update needs about 10 GB (the full row runs ours, then PyTorch's).
+
+`
 
 func runBench(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), benchUsage); fs.PrintDefaults() }
 	quick := fs.Bool("quick", false, "short run: 2 rounds, 1 training step and 32 new tokens per round, shorter GEMM timing")
 	skipTorch := fs.Bool("skip-torch", false, "do not run the PyTorch peer")
 	skipGEMM := fs.Bool("skip-gemm", false, "do not run the GEMM comparison")
-	rounds := fs.Int("rounds", 0, "rounds of ours/theirs alternation (default 5, 2 with -quick)")
-	presets := fs.String("presets", "small,base", "comma-separated model presets to run (small, base)")
+	rounds := fs.Int("rounds", 0, "rounds of ours/theirs alternation (default 5, 2 with -quick; "+qwenPreset+": 3, 2 with -quick)")
+	presets := fs.String("presets", "small,base", "comma-separated model presets to run: small, base, "+qwenPreset+" (see above)")
 	python := fs.String("python", "/usr/bin/python3", "Python interpreter with torch (Debian's python3-torch)")
 	scripts := fs.String("scripts", "scripts/bench", "directory of the peer programs (torch_peer.py, openblas_peer.c)")
 	// research/perf.md: only one of torch's OpenMP pool and OpenBLAS's may
@@ -72,10 +106,11 @@ func runBench(args []string) error {
 	if o.quick {
 		o.steps, o.newTokens = 1, 32
 	}
+	o.qwenRounds = o.rounds
 	if o.rounds == 0 {
-		o.rounds = 5
+		o.rounds, o.qwenRounds = 5, 3 // a qwen round takes minutes
 		if o.quick {
-			o.rounds = 2
+			o.rounds, o.qwenRounds = 2, 2
 		}
 	}
 	if o.rounds < 1 {
@@ -90,20 +125,49 @@ func runBench(args []string) error {
 		}
 		o.presets = append(o.presets, p)
 	}
-	fmt.Printf("ragen bench: B=%d T=%d vocab=%d; decode %d sequences, %d-token prompt, %d new tokens; %d rounds, best-of and median\n",
-		benchB, benchT, benchVocab, benchB, benchPrompt, o.newTokens, o.rounds)
-	fmt.Printf("load average at start: %s\n\n", loadAvg())
+	if slices.ContainsFunc(o.presets, func(p string) bool { return p != qwenPreset }) {
+		fmt.Printf("ragen bench: B=%d T=%d vocab=%d; decode %d sequences, %d-token prompt, %d new tokens; %d rounds, best-of and median\n",
+			benchB, benchT, benchVocab, benchB, benchPrompt, o.newTokens, o.rounds)
+	}
+	fmt.Printf("load average at start: %s\n", loadAvg())
+	// The OpenBLAS peer serves both to ask OpenBLAS which core it picks and
+	// for the GEMM rows; without it (no gcc or libopenblas-dev) the PyTorch
+	// peer's interpreter loading torch, and so OpenBLAS, asks.
+	var blasBin, blasWhy string
+	if !o.skipGEMM || !o.skipTorch {
+		blasBin, blasWhy = buildBLASPeer(o.scripts)
+		if blasBin != "" {
+			defer os.RemoveAll(filepath.Dir(blasBin))
+		}
+		var probe func() *exec.Cmd
+		switch {
+		case blasBin != "":
+			probe = func() *exec.Cmd { return exec.Command(blasBin, "1", "0", "1,1,1") }
+		case !o.skipTorch:
+			probe = func() *exec.Cmd { return exec.Command(o.python, "-c", "import torch") }
+		}
+		o.blas = detectBLAS(probe, blasWhy, o.torchThreads, o.blasThreads)
+		fmt.Println(o.blas)
+	}
+	fmt.Println()
 	var rows []benchRow
 	for _, p := range o.presets {
-		r, err := benchPreset(p, o)
+		var r []benchRow
+		var err error
+		if p == qwenPreset {
+			r, err = benchQwen(o)
+		} else {
+			r, err = benchPreset(p, o)
+		}
 		if err != nil {
 			return err
 		}
 		rows = append(rows, r...)
 	}
+	fmt.Println()
 	printRows(rows)
 	if !o.skipGEMM {
-		if err := benchGEMM(o); err != nil {
+		if err := benchGEMM(o, blasBin, blasWhy); err != nil {
 			return err
 		}
 	}
@@ -120,8 +184,10 @@ func benchConfig(name string) (model.Config, error) {
 		c = model.Small()
 	case "base":
 		c = model.Base()
+	case qwenPreset:
+		return hf.Qwen05BConfig(), nil // its own vocabulary, no value head
 	default:
-		return c, fmt.Errorf("unknown preset %q (want small or base)", name)
+		return c, fmt.Errorf("unknown preset %q (want small, base or %s)", name, qwenPreset)
 	}
 	c.VocabSize, c.ValueHead = benchVocab, true
 	return c, nil
@@ -131,7 +197,7 @@ func benchConfig(name string) (model.Config, error) {
 type benchRow struct {
 	name          string
 	ours, theirs  []float64
-	oursKB, thKB  int64 // peak RSS after the row's runs
+	oursKB, thKB  int64 // peak RSS of the row's runs (since the last resetPeakRSS)
 	theirsMissing bool
 }
 
@@ -139,13 +205,18 @@ type benchRow struct {
 // one preset, round by round.
 func benchPreset(name string, o benchOpts) ([]benchRow, error) {
 	c, _ := benchConfig(name)
-	tr, err := newTrainBench(c)
+	m, err := model.New(c, 1)
 	if err != nil {
 		return nil, err
 	}
+	tr, err := newTrainBench(m, benchB, benchT)
+	if err != nil {
+		return nil, err
+	}
+	resetPeakRSS()
 	var peer *torchPeer
 	if !o.skipTorch {
-		if peer, err = startPeer(c, name, o); err != nil {
+		if peer, err = startPeer(c, name, peerSpec{batch: benchB, seq: benchT}, o); err != nil {
 			return nil, err
 		}
 		defer peer.close()
@@ -194,64 +265,70 @@ func benchPreset(name string, o benchOpts) ([]benchRow, error) {
 	return []benchRow{train, decode}, nil
 }
 
-// trainBench is our training step on a fixed batch: forward, loss =
-// cross-entropy + ½·MSE(value, returns), backward, AdamW (engine/optim).
+// trainBench is our training step on a fixed batch of b sequences of t
+// tokens: forward, loss = cross-entropy (+ ½·MSE(value, returns) when the
+// model has a value head), backward, AdamW (engine/optim) on the model's
+// trainable parameters (all, or a LoRA model's adapters).
 type trainBench struct {
 	m                    *model.Model
 	opt                  *optim.AdamW
+	b, t                 int
 	tokens, lens         []int
 	returns, dlp, dvalue []float32
 }
 
-func newTrainBench(c model.Config) (*trainBench, error) {
-	m, err := model.New(c, 1)
-	if err != nil {
-		return nil, err
-	}
+func newTrainBench(m *model.Model, b, t int) (*trainBench, error) {
 	oc := optim.DefaultConfig()
 	oc.LR = 3e-4
 	opt, err := m.NewAdamW(oc)
 	if err != nil {
 		return nil, err
 	}
-	t := &trainBench{m: m, opt: opt, lens: make([]int, benchB)}
+	tb := &trainBench{m: m, opt: opt, b: b, t: t, lens: make([]int, b)}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range t.lens {
-		t.lens[i] = benchT
+	for i := range tb.lens {
+		tb.lens[i] = t
 	}
-	for range benchB * benchT {
-		t.tokens = append(t.tokens, rng.IntN(c.VocabSize))
-		t.returns = append(t.returns, float32(rng.NormFloat64()))
+	for range b * t {
+		tb.tokens = append(tb.tokens, rng.IntN(m.Config.VocabSize))
+		tb.returns = append(tb.returns, float32(rng.NormFloat64()))
 	}
-	t.dlp, t.dvalue = make([]float32, benchB*benchT), make([]float32, benchB*benchT)
-	return t, nil
+	tb.dlp, tb.dvalue = make([]float32, b*t), make([]float32, b*t)
+	return tb, nil
 }
 
 // steps runs n training steps and returns their tokens/s.
 func (t *trainBench) steps(n int) (float64, error) {
 	start := time.Now()
-	count := float32(benchB * (benchT - 1))
+	count := float32(t.b * (t.t - 1))
+	value := t.m.Config.ValueHead
 	for range n {
-		out, err := t.m.Forward(t.tokens, t.lens, model.Want{LM: true, Value: true})
+		out, err := t.m.Forward(t.tokens, t.lens, model.Want{LM: true, Value: value})
 		if err != nil {
 			return 0, err
 		}
+		g := model.Grad{LogProb: t.dlp}
 		for i := range t.tokens {
-			if i%benchT == 0 {
+			if i%t.t == 0 {
 				continue // the first token of a sequence has no prediction
 			}
 			t.dlp[i] = -1 / count
-			t.dvalue[i] = (out.Value[i] - t.returns[i]) / count
+			if value {
+				t.dvalue[i] = (out.Value[i] - t.returns[i]) / count
+			}
+		}
+		if value {
+			g.Value = t.dvalue
 		}
 		t.m.ZeroGrad()
-		if err := t.m.Backward(model.Grad{LogProb: t.dlp, Value: t.dvalue}); err != nil {
+		if err := t.m.Backward(g); err != nil {
 			return 0, err
 		}
 		if _, err := t.m.Step(t.opt); err != nil {
 			return 0, err
 		}
 	}
-	return float64(n*benchB*benchT) / time.Since(start).Seconds(), nil
+	return float64(n*t.b*t.t) / time.Since(start).Seconds(), nil
 }
 
 // decodeBench generates newTokens tokens at temperature 1 for benchB fresh
@@ -280,7 +357,11 @@ func decodeBench(m *model.Model, newTokens int, seed uint64) (float64, error) {
 	for _, o := range out {
 		n += len(o)
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	rate := float64(n) / time.Since(start).Seconds()
+	// Untimed: the next decoder packs into these panels, as a training
+	// run's next rollout does.
+	d.Close()
+	return rate, nil
 }
 
 // torchPeer is scripts/bench/torch_peer.py running the same model.
@@ -296,20 +377,43 @@ type peerResult struct {
 	Error    string    `json:"error"`
 }
 
-// startPeer starts the PyTorch peer for c with o's thread setting.
-func startPeer(c model.Config, name string, o benchOpts) (*torchPeer, error) {
+// peerReady is the peer's first line: its model and its view of the CPU.
+type peerReady struct {
+	Params, Trainable int64
+	Torch             string
+	ATenCPU           string `json:"aten_cpu_capability"`
+	OpenBLASCore      string `json:"openblas_core"`
+}
+
+// peerSpec is what a peer trains on and how: b sequences of t tokens, and
+// extra arguments (--dtype bfloat16, --lora-rank R).
+type peerSpec struct {
+	batch, seq int
+	extra      []string
+}
+
+// startPeer starts the PyTorch peer for c with o's thread and OpenBLAS
+// setting.
+func startPeer(c model.Config, name string, spec peerSpec, o benchOpts) (*torchPeer, error) {
 	script := filepath.Join(o.scripts, "torch_peer.py")
 	if _, err := os.Stat(script); err != nil {
 		return nil, fmt.Errorf("PyTorch peer: %w (run from the repository root, set -scripts, or use -skip-torch)", err)
 	}
 	torchThreads, blasThreads := o.torchThreads, o.blasThreads
-	cmd := exec.Command(o.python, script,
+	valueHead := "0"
+	if c.ValueHead {
+		valueHead = "1"
+	}
+	args := []string{script,
 		"--d", strconv.Itoa(c.HiddenSize), "--layers", strconv.Itoa(c.NumLayers),
 		"--heads", strconv.Itoa(c.NumHeads), "--kv-heads", strconv.Itoa(c.NumKVHeads),
 		"--inter", strconv.Itoa(c.IntermediateSize), "--vocab", strconv.Itoa(c.VocabSize),
 		"--max-pos", strconv.Itoa(c.MaxPositions), "--eps", strconv.FormatFloat(c.RMSNormEps, 'g', -1, 64),
-		"--batch", strconv.Itoa(benchB), "--seq", strconv.Itoa(benchT), "--torch-threads", strconv.Itoa(torchThreads))
+		"--rope-theta", strconv.FormatFloat(c.RopeTheta, 'g', -1, 64), "--value-head", valueHead,
+		"--batch", strconv.Itoa(spec.batch), "--seq", strconv.Itoa(spec.seq), "--torch-threads", strconv.Itoa(torchThreads)}
+	cmd := exec.Command(o.python, append(args, spec.extra...)...)
 	cmd.Env = append(os.Environ(), "OPENBLAS_NUM_THREADS="+strconv.Itoa(blasThreads), "OMP_NUM_THREADS="+strconv.Itoa(torchThreads))
+	cmd.Env = append(cmd.Env, o.blas.env()...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -325,9 +429,15 @@ func startPeer(c model.Config, name string, o benchOpts) (*torchPeer, error) {
 	p := &torchPeer{cmd: cmd, in: in, out: bufio.NewScanner(outPipe)}
 	if !p.out.Scan() {
 		p.close()
-		return nil, errors.New("PyTorch peer exited before it was ready (is torch installed for -python?)")
+		return nil, fmt.Errorf("PyTorch peer exited before it was ready: is torch installed for %s? (apt-get install -y python3-torch, set -python, or use -skip-torch)", o.python)
 	}
-	fmt.Fprintf(os.Stderr, "  %s: PyTorch peer ready (torch threads %d, OpenBLAS threads %d): %s\n", name, torchThreads, blasThreads, p.out.Text())
+	var r peerReady
+	if err := json.Unmarshal(p.out.Bytes(), &r); err != nil {
+		p.close()
+		return nil, fmt.Errorf("PyTorch peer: bad ready line %q: %w", p.out.Text(), err)
+	}
+	fmt.Printf("PyTorch peer %s: torch %s, ATen CPU capability %s, OpenBLAS core %s, torch threads %d, OpenBLAS threads %d, %d parameters (%d trained)\n",
+		strings.Join(append([]string{name}, spec.extra...), " "), r.Torch, r.ATenCPU, r.OpenBLASCore, torchThreads, blasThreads, r.Params, r.Trainable)
 	return p, nil
 }
 
@@ -405,29 +515,29 @@ func (p *torchPeer) close() {
 }
 
 func printRows(rows []benchRow) {
-	fmt.Printf("%-14s %20s %20s %16s %22s\n", "tokens/s", "ragen best / median", "torch best / median", "ratio best / med", "peak RSS ragen / torch")
+	w := len("tokens/s")
 	for _, r := range rows {
-		fmt.Printf("%-14s %9.0f / %-8.0f", r.name, slices.Max(r.ours), median(r.ours))
+		w = max(w, len(r.name))
+	}
+	fmt.Printf("%-*s %20s %20s %16s %22s\n", w, "tokens/s", "ragen best / median", "torch best / median", "ratio best / med", "peak RSS ragen / torch")
+	for _, r := range rows {
+		fmt.Printf("%-*s %9.1f / %-8.1f", w, r.name, slices.Max(r.ours), median(r.ours))
 		if r.theirsMissing {
 			fmt.Printf(" %20s %16s %13.0f MiB / –\n", "–", "–", float64(r.oursKB)/1024)
 			continue
 		}
-		fmt.Printf(" %9.0f / %-8.0f %7.2f× / %5.2f× %9.0f / %.0f MiB\n", slices.Max(r.theirs), median(r.theirs),
+		fmt.Printf(" %9.1f / %-8.1f %7.2f× / %5.2f× %9.0f / %.0f MiB\n", slices.Max(r.theirs), median(r.theirs),
 			slices.Max(r.ours)/slices.Max(r.theirs), median(r.ours)/median(r.theirs), float64(r.oursKB)/1024, float64(r.thKB)/1024)
 	}
 }
 
 // benchGEMM compares gemm.Sgemm (C = A·B) with OpenBLAS's cblas_sgemm on
-// the perf.md shapes, both on 2 threads, in alternating rounds. The OpenBLAS
-// peer is compiled here with gcc when libopenblas-dev is installed.
-func benchGEMM(o benchOpts) error {
+// the perf.md shapes, both on 2 threads, in alternating rounds. peer is
+// the OpenBLAS peer buildBLASPeer compiled ("": none, for reason why).
+func benchGEMM(o benchOpts, peer, why string) error {
 	secs := 0.3
 	if o.quick {
 		secs = 0.1
-	}
-	peer, why := buildBLASPeer(o.scripts)
-	if peer != "" {
-		defer os.RemoveAll(filepath.Dir(peer))
 	}
 	ours := make([][]float64, len(gemmShapes))
 	theirs := make([][]float64, len(gemmShapes))
@@ -438,7 +548,7 @@ func benchGEMM(o benchOpts) error {
 		if peer == "" {
 			continue
 		}
-		rates, err := runBLASPeer(peer, secs)
+		rates, err := runBLASPeer(peer, secs, o.blas)
 		if err != nil {
 			return err
 		}
@@ -504,13 +614,16 @@ func buildBLASPeer(scripts string) (bin, why string) {
 	return bin, ""
 }
 
-// runBLASPeer runs the OpenBLAS peer on 2 threads over gemmShapes.
-func runBLASPeer(bin string, secs float64) ([]float64, error) {
-	args := []string{"2", strconv.FormatFloat(secs, 'f', 2, 64)}
+// runBLASPeer runs the OpenBLAS peer on blasPeerThreads threads over
+// gemmShapes, with t's OPENBLAS_CORETYPE.
+func runBLASPeer(bin string, secs float64, t blasTuning) ([]float64, error) {
+	args := []string{strconv.Itoa(blasPeerThreads), strconv.FormatFloat(secs, 'f', 2, 64)}
 	for _, s := range gemmShapes {
 		args = append(args, fmt.Sprintf("%d,%d,%d", s[0], s[1], s[2]))
 	}
-	out, err := exec.Command(bin, args...).Output()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), t.env()...)
+	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("OpenBLAS peer: %w", err)
 	}
@@ -549,10 +662,20 @@ func median(x []float64) float64 {
 }
 
 // maxRSSKB is this process's peak resident set size in KiB (0 where the
-// system does not report it).
+// system does not report it), since the last resetPeakRSS.
 func maxRSSKB() int64 {
 	b, _ := train.PeakMemory()
 	return b / 1024
+}
+
+// resetPeakRSS returns garbage to the OS and restarts the peak resident
+// set size getrusage reports from the current size (Linux 4.0+: "5" in
+// /proc/self/clear_refs resets the high-water mark), so that a row's peak
+// is its own and not an earlier row's. Elsewhere peaks stay the process's.
+func resetPeakRSS() {
+	runtime.GC()
+	debug.FreeOSMemory()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 }
 
 func loadAvg() string {

@@ -56,14 +56,7 @@ func BenchmarkQwen05B(b *testing.B) {
 	if os.Getenv("RAGEN_BIG") == "" {
 		b.Skip("needs ~10 GB and minutes: set RAGEN_BIG=1 to run it")
 	}
-	data, err := os.ReadFile("testdata/qwen2.5-0.5b-instruct.config.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := ParseConfig(data)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := Qwen05BConfig()
 	tok, err := tokenizer.Load("../tokenizer/testdata/env512.tokenizer.json")
 	if err != nil {
 		b.Fatal(err)

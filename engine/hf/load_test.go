@@ -416,3 +416,16 @@ func TestSaveMergesAdapters(t *testing.T) {
 		t.Fatalf("merged logits differ from the adapter model's by %g", worst)
 	}
 }
+
+// TestQwen05BConfig: the embedded config is Qwen2.5-0.5B's shape, with its
+// 494,032,768 parameters (the published count, tied embeddings).
+func TestQwen05BConfig(t *testing.T) {
+	c := Qwen05BConfig()
+	if c.HiddenSize != 896 || c.NumLayers != 24 || c.NumHeads != 14 || c.NumKVHeads != 2 ||
+		c.IntermediateSize != 4864 || c.VocabSize != 151936 || !c.TieWordEmbeddings || !c.AttentionBias || c.RopeTheta != 1e6 {
+		t.Fatalf("Qwen05BConfig = %+v", c)
+	}
+	if n := model.NewLayout(c).Size; n != 494032768 {
+		t.Errorf("Qwen05BConfig: %d parameters, want 494032768", n)
+	}
+}

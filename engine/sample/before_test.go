@@ -2,7 +2,7 @@ package sample
 
 // This file keeps Sampler as it was before its numerators went through
 // vmath.Exp and its draw through a binary search over prefix sums (decision
-// 47a), verbatim but for its name, as the oracle of
+// 47), verbatim but for its name, as the oracle of
 // TestSameTokensAsBefore: the new code must draw the same token from every
 // row, with every option.
 

@@ -425,7 +425,7 @@ func BenchmarkSample(b *testing.B) {
 				s.Sample(row, c.o, r)
 			}
 		})
-		b.Run(c.name+"-before", func(b *testing.B) { // the code before decision 47a
+		b.Run(c.name+"-before", func(b *testing.B) { // the code before decision 47
 			var s refSampler
 			for b.Loop() {
 				s.Sample(row, c.o, r)

@@ -2,7 +2,7 @@
 // every element the bits package math gives it in the same process, with
 // vector instructions where it can. Go does not vectorise, and a call of
 // math.Exp per element costs a decoding step's sampler more than everything
-// else it does over the vocabulary (decision 47a); the numbers of a run
+// else it does over the vocabulary (decision 47); the numbers of a run
 // must not change with it (decision 30).
 //
 // Exp is math.Exp over a slice, in place; ExpShifted is math.Exp of

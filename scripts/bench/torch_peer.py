@@ -19,9 +19,23 @@ decoder that keeps bf16 weights (docs/decisions.md, 44).
 Thread setting (research/perf.md, section 2): only one of torch's OpenMP
 pool and OpenBLAS's pool may use both cores. The parent sets
 OPENBLAS_NUM_THREADS in our environment; --torch-threads sets torch's.
+The parent also sets OPENBLAS_CORETYPE when OpenBLAS mis-detects the CPU
+(`ragen bench` prints it); the ready line reports what torch and OpenBLAS
+made of the machine: ATen's CPU capability and OpenBLAS's core.
+
+--lora-rank R trains rank-R LoRA adapters (PEFT's: A random, B zero,
+scale alpha/R) on every linear layer of a frozen model — the base needs
+no gradient, only A and B do, and AdamW steps only them — the peer of
+`model.WithLoRA` with target all-linear.
+
+Attention shares each key/value head among its group of query heads by
+folding the group into the query rows (no copy of the KV cache per step,
+as a tuned grouped-query attention does).
 """
 
 import argparse
+import ctypes
+import gc
 import json
 import math
 import resource
@@ -83,15 +97,16 @@ class Block(nn.Module):
             kc[:, :, pos:pos + L] = k
             vc[:, :, pos:pos + L] = v
             k, v = kc[:, :, : pos + L], vc[:, :, : pos + L]
-        if self.kv != self.h:
-            k = k.repeat_interleave(self.h // self.kv, dim=1)
-            v = v.repeat_interleave(self.h // self.kv, dim=1)
+        # Grouped-query attention: the g query heads of a key/value head
+        # become g·L rows against that head's keys, q (B, kv, g·L, hd).
+        g = self.h // self.kv
+        q = q.reshape(B, self.kv, g * L, self.hd)
         att = (q @ k.transpose(-1, -2)) / math.sqrt(self.hd)
         if L > 1:
             W = k.shape[2]
-            mask = torch.ones(L, W, dtype=torch.bool).triu(W - L + 1)
+            mask = torch.ones(L, W, dtype=torch.bool).triu(W - L + 1).repeat(g, 1)
             att = att.masked_fill(mask, float("-inf"))
-        out = (att.softmax(-1) @ v).transpose(1, 2).reshape(B, L, self.h * self.hd)
+        out = (att.softmax(-1) @ v).view(B, self.h, L, self.hd).transpose(1, 2).reshape(B, L, self.h * self.hd)
         x = x + self.o(out)
         y = self.pnorm(x)
         return x + self.down(F.silu(self.gate(y)) * self.up(y))
@@ -103,20 +118,85 @@ class Model(nn.Module):
         self.embed = nn.Embedding(a.vocab, a.d)
         self.blocks = nn.ModuleList(Block(a) for _ in range(a.layers))
         self.norm = RMSNorm(a.d, a.eps)
-        self.value = nn.Linear(a.d, 1)
-        cos, sin = rope_tables(a.max_pos, a.d // a.heads, 10000.0)
+        self.value = nn.Linear(a.d, 1) if a.value_head else None
+        cos, sin = rope_tables(a.max_pos, a.d // a.heads, a.rope_theta)
         self.register_buffer("cos", cos)
         self.register_buffer("sin", sin)
         for p in self.parameters():
             if p.dim() == 2:
                 nn.init.normal_(p, std=0.02)
 
-    def forward(self, tokens, caches=None, pos=0):
+    def forward(self, tokens, caches=None, pos=0, last_only=False):
+        """Logits (of the last position only with last_only, as a decoder
+        needs) and values (None without a value head)."""
         x = self.embed(tokens)
         for i, b in enumerate(self.blocks):
             x = b(x, self.cos, self.sin, None if caches is None else caches[i], pos)
         x = self.norm(x)
-        return x @ self.embed.weight.t(), self.value(x).squeeze(-1)
+        value = None if self.value is None else self.value(x).squeeze(-1)
+        if last_only:
+            x = x[:, -1:]
+        return x @ self.embed.weight.t(), value
+
+
+class LoRALinear(nn.Module):
+    """A frozen linear layer plus PEFT's adapter: y = W·x + b + s·B·(A·x),
+    A (r, in) uniform in ±1/√in, B (out, r) zero, s = alpha/r."""
+
+    def __init__(self, base, r, alpha):
+        super().__init__()
+        self.base = base
+        self.a = nn.Parameter(torch.empty(r, base.in_features).uniform_(-1 / math.sqrt(base.in_features), 1 / math.sqrt(base.in_features)))
+        self.b = nn.Parameter(torch.zeros(base.out_features, r))
+        self.scale = alpha / r
+
+    def forward(self, x):
+        return self.base(x) + (x @ self.a.t()) @ self.b.t() * self.scale
+
+
+def add_lora(model, r, alpha):
+    """Freezes model and puts adapters on every linear layer of its blocks
+    (q, k, v, o, gate, up, down); returns the adapters' parameters."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for b in model.blocks:
+        for name in ("q", "k", "v", "o", "gate", "up", "down"):
+            setattr(b, name, LoRALinear(getattr(b, name), r, alpha))
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def aten_capability():
+    """ATen's vectorized-kernel level ("AVX2", "AVX512", ...) as torch
+    reports it; torch 1.13 has no torch.backends.cpu.get_cpu_capability."""
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage:" in line:
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def openblas_core():
+    """The core OpenBLAS chose in this process (Debian's torch calls
+    OpenBLAS through libblas.so.3), or "unknown"."""
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        return lib.openblas_get_corename().decode()
+    except (OSError, AttributeError):
+        return "unknown"
+
+
+def reset_peak_rss():
+    """Restarts the peak resident set size getrusage reports from the
+    current size, once the model is built (Linux: "5" in
+    /proc/self/clear_refs), so maxrss_kb is the peak of the work and not of
+    the setup (a bfloat16 model is built in float32 first); as
+    `ragen bench` does for its side."""
+    gc.collect()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
 
 
 def maxrss_kb():
@@ -131,8 +211,9 @@ def train(model, opt, a, steps):
     for _ in range(steps):
         t0 = time.perf_counter()
         logits, value = model(tokens)
-        ce = F.cross_entropy(logits[:, :-1].reshape(-1, a.vocab), tokens[:, 1:].reshape(-1))
-        loss = ce + 0.5 * F.mse_loss(value[:, 1:], returns)
+        loss = F.cross_entropy(logits[:, :-1].reshape(-1, a.vocab), tokens[:, 1:].reshape(-1))
+        if value is not None:
+            loss = loss + 0.5 * F.mse_loss(value[:, 1:], returns)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -149,7 +230,7 @@ def decode(model, a, batch, prompt, new):
     caches = [(torch.empty(batch, a.kv_heads, prompt + new, hd, dtype=dt), torch.empty(batch, a.kv_heads, prompt + new, hd, dtype=dt))
               for _ in range(a.layers)]
     t0 = time.perf_counter()
-    logits, _ = model(tokens, caches, 0)
+    logits, _ = model(tokens, caches, 0, last_only=True)
     nxt = torch.multinomial(logits[:, -1].float().softmax(-1), 1, generator=g)
     for pos in range(prompt, prompt + new - 1):
         logits, _ = model(nxt, caches, pos)
@@ -167,6 +248,10 @@ def main():
     p.add_argument("--vocab", type=int, required=True)
     p.add_argument("--max-pos", type=int, required=True)
     p.add_argument("--eps", type=float, default=1e-6)
+    p.add_argument("--rope-theta", type=float, default=10000.0)
+    p.add_argument("--value-head", type=int, choices=[0, 1], default=1)
+    p.add_argument("--lora-rank", type=int, default=0, help="train rank-R adapters on a frozen model (0: train it all)")
+    p.add_argument("--lora-alpha", type=float, default=0, help="adapter scale numerator (default 2 × rank)")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--seq", type=int, default=256)
     p.add_argument("--torch-threads", type=int, default=1)
@@ -179,8 +264,15 @@ def main():
     if a.dtype == "bfloat16":
         model = model.to(torch.bfloat16)
     else:
-        opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
-    print(json.dumps({"ready": True, "params": sum(p.numel() for p in model.parameters())}), flush=True)
+        params = model.parameters()
+        if a.lora_rank > 0:
+            params = add_lora(model, a.lora_rank, a.lora_alpha or 2 * a.lora_rank)
+        opt = torch.optim.AdamW(params, lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    reset_peak_rss()
+    print(json.dumps({"ready": True, "params": sum(p.numel() for p in model.parameters()),
+                      "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad),
+                      "torch": torch.__version__, "aten_cpu_capability": aten_capability(),
+                      "openblas_core": openblas_core()}), flush=True)
     for line in sys.stdin:
         req = json.loads(line)
         if req["op"] == "quit":

@@ -276,7 +276,7 @@ func (*Backend) GradNorm(g backend.Buffer, n int) (float64, error) {
 
 // sampleGrain is about the logits per chunk of Sample's parallel rows (a
 // row costs ~3 ns per vocabulary entry at temperature 1 without top-k or
-// top-p, decision 47a: 2048 entries, ~6 µs).
+// top-p, decision 47: 2048 entries, ~6 µs).
 const sampleGrain = 2048
 
 // samplers holds sample.Sampler scratch between calls.
