@@ -193,11 +193,21 @@ func runTrain(args []string) error {
 	if comm != nil {
 		fmt.Fprintf(os.Stderr, "ragen train: data parallel over %d processes\n", comm.Size())
 	}
+	modelName := c.Model
+	switch {
+	case c.Pretrained != "":
+		modelName = c.Pretrained
+	case c.Init != "":
+		modelName = c.Init
+	}
+	if c.LoRA != nil {
+		modelName += fmt.Sprintf(" with rank-%d LoRA", c.LoRA.Rank)
+	}
 	if c.Steps == 0 {
-		fmt.Fprintf(os.Stderr, "ragen train: %s, model %s, no training: evaluating on %d validation games\n", c.Env, c.Model, c.ValEpisodes)
+		fmt.Fprintf(os.Stderr, "ragen train: %s, model %s, no training: evaluating on %d validation games\n", c.Env, modelName, c.ValEpisodes)
 	} else {
 		fmt.Fprintf(os.Stderr, "ragen train: %s, %s preset, model %s, %d×%d rollouts per step, %d steps\n",
-			c.Env, a.preset, c.Model, c.EnvGroups, c.GroupSize, c.Steps)
+			c.Env, a.preset, modelName, c.EnvGroups, c.GroupSize, c.Steps)
 	}
 	tr, err := train.New(ctx, c, obs)
 	if err != nil {
