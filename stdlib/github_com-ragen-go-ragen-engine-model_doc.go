@@ -98,6 +98,7 @@ func init() {
 		"Model.ZeroGrad":           "ZeroGrad clears the gradients (Backward accumulates into them).",
 		"New":                      "New builds a model on the CPU backend with parameters initialised\ndeterministically from seed (see initParams), or an error naming the\ninvalid config field.",
 		"NewBuffer":                "NewBuffer allocates a zeroed buffer for l.",
+		"NewFrozen":                "NewFrozen builds on the CPU the model of c whose parameters src gives,\nto serve only as the frozen base of adapters (WithLoRA) or to decode:\nthe model New, reading src and WithLoRA's freezeBF16 would make,\nwithout the float32 copy of its matrices that they hold on the way.\nWhen src stores every matrix (frozenView) as bf16 — a bf16 checkpoint,\nas Qwen2.5's are — they are read straight into bf16 storage (w16), the\nembedding too when it is bf16, and Params holds only the other views:\nhalf the bytes, and the numbers of the float32 model, bit for bit\n(widening is exact). Otherwise it reads the float32 model and freezes\nit as WithLoRA would. Either way the model's own weights cannot be\ntrained (NewAdamW refuses a model holding them as bf16 only).",
 		"NewLayout":                "NewLayout builds the size table of c. The config must be valid.",
 		"Output":                   "Output holds Forward's per-token results for a packed batch of T tokens.\nEntries are aligned to the token being predicted: for token i of a\nsequence with i ≥ 1 (i counted within the sequence),\n\n\tLogProb[i] = log p(tok[i] | tok[<i])      from the logits at position i−1\n\tEntropy[i] = H(p(· | tok[<i]))            from the logits at position i−1\n\tValue[i]   = value head at position i−1   (the state before emitting tok[i])\n\nThe first token of each sequence has no prediction: its entries are 0 and\nmust not be used. Slices are nil for heads not asked for. They are\noverwritten by the next Forward (Logits, on the CPU, already by\nBackward, which turns them into logit gradients in place).",
 		"Output.Entropy":           "[T]",
@@ -121,5 +122,9 @@ func init() {
 		"Want.LM":                  "log-probabilities and entropies (needs the LM head)",
 		"Want.Logits":              "also return every position's logits (implies LM)",
 		"Want.Value":               "values (needs the value head)",
+		"WeightSource":             "WeightSource gives a model's parameters view by view (NewFrozen reads\na checkpoint through it).",
+		"WeightSource.BF16":        "BF16 reports whether view v is stored as bfloat16, which ReadBF16\nreads without widening.",
+		"WeightSource.Read":        "Read fills dst (v.Size floats) with view v's values.",
+		"WeightSource.ReadBF16":    "ReadBF16 fills dst (v.Size values) with the bits of view v's\nbfloat16 values; only called where BF16(v).",
 	}
 }
