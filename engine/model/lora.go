@@ -311,8 +311,8 @@ type WeightSource interface {
 // embedding too when it is bf16, and Params holds only the other views:
 // half the bytes, and the numbers of the float32 model, bit for bit
 // (widening is exact). Otherwise it reads the float32 model and freezes
-// it as WithLoRA would. Either way the model's own weights cannot be
-// trained (NewAdamW refuses a model holding them as bf16 only).
+// it as WithLoRA would. A model holding its matrices as bf16 only cannot
+// train them itself (NewAdamW, Restore refuse it); its adapters train.
 func NewFrozen(c Config, src WeightSource) (*Model, error) {
 	l := NewLayout(c)
 	all, embed16 := true, false
