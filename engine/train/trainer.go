@@ -218,6 +218,17 @@ func New(ctx context.Context, cfg Config, obs Observer) (*Trainer, error) {
 	return t, nil
 }
 
+// freeWorkspaces releases the activations and scratch the run's models
+// keep from their last passes (Model.FreeWorkspace): between the phases
+// of a step, so that each phase's models have the memory to themselves.
+func (t *Trainer) freeWorkspaces() {
+	for _, m := range []*model.Model{t.policy, t.critic, t.ref} {
+		if m != nil {
+			m.FreeWorkspace()
+		}
+	}
+}
+
 // Policy returns the policy with its current parameters in Params (on a
 // device backend, downloaded into the host copy).
 func (t *Trainer) Policy() (*model.Model, error) {
@@ -450,6 +461,9 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 			return metrics.Step{}, err
 		}
 		t.reused = b
+		// The passes over the whole batch are done: their workspaces
+		// (Qwen2.5-0.5B: over a GB each) go to the update's minibatches.
+		t.freeWorkspaces()
 	}
 
 	// 5. Update: critic and actor, PPO epochs over minibatches; on due
@@ -467,6 +481,7 @@ func (t *Trainer) Step(ctx context.Context) (metrics.Step, error) {
 	if err := t.update(step, b, m); err != nil {
 		return metrics.Step{}, err
 	}
+	t.freeWorkspaces() // not held through the next rollout's decoder
 	m[metrics.TimeTrain] = time.Since(start).Seconds()
 	cpu(m, metrics.TimeTrainCPU)
 
