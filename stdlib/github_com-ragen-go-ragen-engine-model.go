@@ -20,6 +20,7 @@ func init() {
 		"Load":               reflect.ValueOf(model.Load),
 		"New":                reflect.ValueOf(model.New),
 		"NewBuffer":          reflect.ValueOf(model.NewBuffer),
+		"NewFrozen":          reflect.ValueOf(model.NewFrozen),
 		"NewLayout":          reflect.ValueOf(model.NewLayout),
 		"Preset":             reflect.ValueOf(model.Preset),
 		"Small":              reflect.ValueOf(model.Small),
@@ -38,5 +39,27 @@ func init() {
 		"Request":         reflect.ValueOf((*model.Request)(nil)),
 		"View":            reflect.ValueOf((*model.View)(nil)),
 		"Want":            reflect.ValueOf((*model.Want)(nil)),
+		"WeightSource":    reflect.ValueOf((*model.WeightSource)(nil)),
+
+		// interface wrapper definitions
+		"_WeightSource": reflect.ValueOf((*_github_com_ragen_go_ragen_engine_model_WeightSource)(nil)),
 	}
+}
+
+// _github_com_ragen_go_ragen_engine_model_WeightSource is an interface wrapper for WeightSource type
+type _github_com_ragen_go_ragen_engine_model_WeightSource struct {
+	IValue    interface{}
+	WBF16     func(v model.View) bool
+	WRead     func(v model.View, dst []float32) error
+	WReadBF16 func(v model.View, dst []uint16) error
+}
+
+func (W _github_com_ragen_go_ragen_engine_model_WeightSource) BF16(v model.View) bool {
+	return W.WBF16(v)
+}
+func (W _github_com_ragen_go_ragen_engine_model_WeightSource) Read(v model.View, dst []float32) error {
+	return W.WRead(v, dst)
+}
+func (W _github_com_ragen_go_ragen_engine_model_WeightSource) ReadBF16(v model.View, dst []uint16) error {
+	return W.WReadBF16(v, dst)
 }

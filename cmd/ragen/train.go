@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +44,7 @@ line per step and a summary; -run DIR keeps config.json, metrics.jsonl,
 events.jsonl and checkpoints, -resume continues a run with the numbers it
 would have had, and -steps 0 only evaluates the starting policy.
 
-Each flag but -preset, -opt, -resume and -quiet sets a field of train.Config
+Each flag but -preset, -opt, -resume, -quiet and -cpuprofile sets a field of train.Config
 (engine/train/config.go, where the fields are documented); the defaults shown
 are train.Default()'s.
 
@@ -53,9 +54,10 @@ are train.Default()'s.
 
 // trainArgs is what ragen train's flags give besides the config.
 type trainArgs struct {
-	preset string
-	resume string
-	quiet  bool
+	preset     string
+	resume     string
+	quiet      bool
+	cpuprofile string
 }
 
 // parseTrain parses ragen train's arguments into a config. The config's
@@ -74,6 +76,7 @@ func parseTrain(args []string, out io.Writer) (train.Config, trainArgs, error) {
 	fs.Var(&opts, "opt", "environment option key=value (repeatable), e.g. -opt dim=6 -opt boxes=1")
 	fs.StringVar(&a.resume, "resume", "", "resume from this checkpoint directory (runs/x/checkpoints/step-000020)")
 	fs.BoolVar(&a.quiet, "quiet", false, "print only the final summary")
+	fs.StringVar(&a.cpuprofile, "cpuprofile", "", "write a CPU profile of the run (model loading included) to this file (go tool pprof)")
 	bound := knob.Bind(fs, &c)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), trainUsage)
@@ -152,7 +155,7 @@ func parseTrain(args []string, out io.Writer) (train.Config, trainArgs, error) {
 // group tags, with the hand-written flags next to the ones they go with.
 func trainSections(bound []knob.Field) []knob.Section {
 	secs := knob.Sections(bound)
-	after := map[string]string{"env": "opt", "run": "resume", "checkpoint-every": "quiet"}
+	after := map[string][]string{"env": {"opt"}, "run": {"resume"}, "checkpoint-every": {"quiet", "cpuprofile"}}
 	for i := range secs {
 		var names []string
 		if strings.HasPrefix(secs[i].Title, "algorithm") {
@@ -160,9 +163,7 @@ func trainSections(bound []knob.Field) []knob.Section {
 		}
 		for _, n := range secs[i].Flags {
 			names = append(names, n)
-			if extra, ok := after[n]; ok {
-				names = append(names, extra)
-			}
+			names = append(names, after[n]...)
 		}
 		secs[i].Flags = names
 	}
@@ -179,6 +180,17 @@ func runTrain(args []string) error {
 		return err
 	}
 	c.Comm = comm
+	if a.cpuprofile != "" {
+		f, err := os.Create(a.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := interruptible()
 	defer stop()
 	var obs train.Observer = &printer{out: os.Stderr, quiet: a.quiet, start: time.Now(), steps: c.Steps, warmStart: warmStartLine(&c)}
@@ -193,11 +205,21 @@ func runTrain(args []string) error {
 	if comm != nil {
 		fmt.Fprintf(os.Stderr, "ragen train: data parallel over %d processes\n", comm.Size())
 	}
+	modelName := c.Model
+	switch {
+	case c.Pretrained != "":
+		modelName = c.Pretrained
+	case c.Init != "":
+		modelName = c.Init
+	}
+	if c.LoRA != nil {
+		modelName += fmt.Sprintf(" with rank-%d LoRA", c.LoRA.Rank)
+	}
 	if c.Steps == 0 {
-		fmt.Fprintf(os.Stderr, "ragen train: %s, model %s, no training: evaluating on %d validation games\n", c.Env, c.Model, c.ValEpisodes)
+		fmt.Fprintf(os.Stderr, "ragen train: %s, model %s, no training: evaluating on %d validation games\n", c.Env, modelName, c.ValEpisodes)
 	} else {
 		fmt.Fprintf(os.Stderr, "ragen train: %s, %s preset, model %s, %d×%d rollouts per step, %d steps\n",
-			c.Env, a.preset, c.Model, c.EnvGroups, c.GroupSize, c.Steps)
+			c.Env, a.preset, modelName, c.EnvGroups, c.GroupSize, c.Steps)
 	}
 	tr, err := train.New(ctx, c, obs)
 	if err != nil {

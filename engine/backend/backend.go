@@ -12,8 +12,8 @@ import (
 // Buffer is a float32 array owned by a backend: host memory for "cpu",
 // device memory for "cuda". Buffers are only ever passed back to the
 // backend that made them. AllocBF16 makes bfloat16 arrays, which only
-// ToBF16 writes and only the products (GemmBF16, a Packer's product of
-// bf16 weights) read.
+// ToBF16 writes and only the products (GemmBF16, GemmBF16B, a Packer's
+// product of bf16 weights), FromBF16 and EmbeddingForward read.
 type Buffer interface {
 	// Len is the number of values (float32, or bf16 for a bf16 buffer).
 	Len() int
@@ -132,6 +132,8 @@ type Backend interface {
 
 	// EmbeddingForward is out[t] = wte[tokens[t]] (T rows of C): a row
 	// gather, which the decoder also uses to pick rows of its hidden states.
+	// wte may be a bf16 buffer (a frozen embedding held as bf16 only,
+	// decision 44), whose rows are widened as they are gathered (exact).
 	EmbeddingForward(out Buffer, tokens []int, wte Buffer, T, C int)
 	// EmbeddingBackward is dwte[tokens[t]] += dout[t].
 	EmbeddingBackward(dwte, dout Buffer, tokens []int, T, C int)

@@ -103,10 +103,10 @@ func SaveDir(dir string, c Checkpoint) error {
 }
 
 func (c *Checkpoint) validate() error {
-	if _, _, err := encodeHeader(c.Model, c.ModelMeta); err != nil {
+	if _, _, err := encodeHeader(c.Model, c.ModelMeta, "F32"); err != nil {
 		return fmt.Errorf("%s: %w", ModelFile, err)
 	}
-	if _, _, err := encodeHeader(c.Optimizer, c.OptimizerMeta); err != nil {
+	if _, _, err := encodeHeader(c.Optimizer, c.OptimizerMeta, "F32"); err != nil {
 		return fmt.Errorf("%s: %w", OptimizerFile, err)
 	}
 	for _, f := range []struct {

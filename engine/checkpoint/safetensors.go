@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ragen-go/ragen/engine/backend"
 	"github.com/ragen-go/ragen/internal/atomicfile"
 )
 
@@ -330,6 +331,56 @@ func (f *File) Load(name string, shape []int, dst []float32) error {
 	return nil
 }
 
+// LoadBF16 reads the named BF16 tensor's values as they are stored, the
+// bits of each bfloat16, into dst after checking its shape, as Load does
+// but without widening them: what a model that holds its frozen weights
+// as bf16 reads them into (a float32 copy of them never exists). A tensor
+// of another dtype is an error (load it with Load), and so is a NaN or
+// infinite value, naming the tensor.
+func (f *File) LoadBF16(name string, shape []int, dst []uint16) error {
+	in, ok := f.infos[name]
+	if !ok {
+		return f.missing(name)
+	}
+	if !slices.Equal(in.Shape, shape) {
+		return fmt.Errorf("checkpoint %s: tensor %q has shape %v, the model expects %v", f.path, name, in.Shape, shape)
+	}
+	if in.DType != "BF16" {
+		return fmt.Errorf("checkpoint %s: tensor %q is %s, not BF16: read it as float32 (Load)", f.path, name, in.DType)
+	}
+	if len(dst) != in.Len() {
+		return fmt.Errorf("checkpoint %s: tensor %q has %d elements (shape %v), the destination %d", f.path, name, in.Len(), in.Shape, len(dst))
+	}
+	buf := make([]byte, min(readChunk, in.End-in.Begin))
+	per := len(buf) / 2
+	for i := 0; i < len(dst); i += per {
+		k := min(per, len(dst)-i)
+		b := buf[:2*k]
+		if _, err := f.r.ReadAt(b, f.dataStart+in.Begin+2*int64(i)); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = fmt.Errorf("unexpected end of file (truncated after opening?)")
+			}
+			return fmt.Errorf("checkpoint %s: tensor %q: %w", f.path, name, err)
+		}
+		for j := range k {
+			dst[i+j] = binary.LittleEndian.Uint16(b[2*j:])
+		}
+	}
+	first, n := -1, 0
+	for i, h := range dst {
+		if h&0x7f80 == 0x7f80 { // exponent all ones: ±Inf or NaN
+			if n == 0 {
+				first = i
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("checkpoint %s: tensor %q has %d NaN or infinite values (the first, element %d, is %v): the run that wrote it diverged or the file is corrupt; load an earlier checkpoint", f.path, name, n, first, bf16ToF32(dst[first]))
+	}
+	return nil
+}
+
 // nonFinite returns the index of the first NaN or ±Inf of x and how many
 // there are (0 when every value is finite). A model loaded with one would
 // produce NaN logits at the first forward pass, far from the cause.
@@ -388,7 +439,21 @@ func (f *File) ReadInto(name string, dst []float32) error {
 // order, with the given metadata (may be nil). Names must be unique and
 // non-empty and each Data must match its Shape.
 func WriteSafetensors(path string, tensors []Tensor, metadata map[string]string) error {
-	hdr, order, err := encodeHeader(tensors, metadata)
+	return writeSafetensors(path, tensors, metadata, "F32")
+}
+
+// WriteSafetensorsBF16 is WriteSafetensors storing every value as BF16,
+// rounded to nearest with ties to even as torch's .to(torch.bfloat16)
+// rounds (NaNs stay NaN): half the bytes, the dtype of Hugging Face's
+// Qwen2.5 checkpoints. Values that are bf16 already (a frozen base's)
+// keep their bits.
+func WriteSafetensorsBF16(path string, tensors []Tensor, metadata map[string]string) error {
+	return writeSafetensors(path, tensors, metadata, "BF16")
+}
+
+// writeSafetensors writes tensors in dtype, F32 or BF16.
+func writeSafetensors(path string, tensors []Tensor, metadata map[string]string, dtype string) error {
+	hdr, order, err := encodeHeader(tensors, metadata, dtype)
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
@@ -400,8 +465,12 @@ func WriteSafetensors(path string, tensors []Tensor, metadata map[string]string)
 		buf := make([]byte, 0, 1<<16)
 		for _, t := range order {
 			for i, v := range t.Data {
-				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
-				if len(buf) == cap(buf) || i == len(t.Data)-1 {
+				if dtype == "BF16" {
+					buf = binary.LittleEndian.AppendUint16(buf, uint16(math.Float32bits(backend.RoundBF16(v))>>16))
+				} else {
+					buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+				}
+				if len(buf) >= cap(buf)-4 || i == len(t.Data)-1 {
 					if _, err := w.Write(buf); err != nil {
 						return err
 					}
@@ -416,7 +485,7 @@ func WriteSafetensors(path string, tensors []Tensor, metadata map[string]string)
 // encodeHeader validates the tensors and returns the JSON header, padded
 // with spaces to a multiple of 8 bytes so that the data is aligned, and the
 // tensors in name order.
-func encodeHeader(tensors []Tensor, metadata map[string]string) ([]byte, []Tensor, error) {
+func encodeHeader(tensors []Tensor, metadata map[string]string, dtype string) ([]byte, []Tensor, error) {
 	order := slices.Clone(tensors)
 	slices.SortFunc(order, func(a, b Tensor) int { return strings.Compare(a.Name, b.Name) })
 	var h bytes.Buffer
@@ -437,8 +506,8 @@ func encodeHeader(tensors []Tensor, metadata map[string]string) ([]byte, []Tenso
 		case i > 0 && order[i-1].Name == t.Name:
 			return nil, nil, fmt.Errorf("tensor %q appears twice", t.Name)
 		}
-		n, ok := byteSize(t.Shape, 4)
-		if !ok || n != 4*int64(len(t.Data)) {
+		n, ok := byteSize(t.Shape, dtypeSize[dtype])
+		if !ok || n != int64(dtypeSize[dtype]*len(t.Data)) {
 			return nil, nil, fmt.Errorf("tensor %q: shape %v does not match its %d values", t.Name, t.Shape, len(t.Data))
 		}
 		if h.Len() > 1 {
@@ -446,7 +515,7 @@ func encodeHeader(tensors []Tensor, metadata map[string]string) ([]byte, []Tenso
 		}
 		name, _ := json.Marshal(t.Name)
 		h.Write(name)
-		h.WriteString(`:{"dtype":"F32","shape":[`)
+		h.WriteString(`:{"dtype":"` + dtype + `","shape":[`)
 		for j, d := range t.Shape {
 			if j > 0 {
 				h.WriteByte(',')

@@ -425,3 +425,83 @@ func FuzzReadSafetensors(f *testing.F) {
 		}
 	})
 }
+
+// TestBF16RoundTrip: WriteSafetensorsBF16 rounds to nearest even (ties
+// to even, the way torch's .to(torch.bfloat16) does), Load widens what it
+// wrote and LoadBF16 returns the very bits; more than one read chunk.
+func TestBF16RoundTrip(t *testing.T) {
+	x := make([]float32, readChunk/2+37)
+	for i := range x {
+		x[i] = float32(math.Sin(float64(i))) * 3
+	}
+	copy(x, []float32{1, -123.5, 1 + 1.0/256, 1 + 3.0/256, 1 + 1.0/512})
+	path := filepath.Join(t.TempDir(), "w.safetensors")
+	if err := WriteSafetensorsBF16(path, []Tensor{{Name: "w", Shape: []int{len(x)}, Data: x}, {Name: "b", Shape: []int{1}, Data: []float32{2}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if in, _ := f.Info("w"); in.DType != "BF16" || in.End-in.Begin != int64(2*len(x)) {
+		t.Fatalf("info %+v", in)
+	}
+	wide := make([]float32, len(x))
+	bits := make([]uint16, len(x))
+	if err := f.Load("w", []int{len(x)}, wide); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.LoadBF16("w", []int{len(x)}, bits); err != nil {
+		t.Fatal(err)
+	}
+	// 1+1/256 is a tie between 1 and 1+1/128 (even: 1); 1+3/256 between
+	// 1+2/256 and 1+4/256 (even: 1+4/256); 1+1/512 rounds down.
+	want := []float32{1, -123.5, 1, 1 + 4.0/256, 1}
+	for i, w := range want {
+		if wide[i] != w {
+			t.Errorf("value %d: %v written as bf16 reads %v, want %v", i, x[i], wide[i], w)
+		}
+	}
+	for i, v := range wide {
+		if uint32(bits[i])<<16 != math.Float32bits(v) {
+			t.Fatalf("value %d: LoadBF16 %#04x, Load %v", i, bits[i], v)
+		}
+		if d := math.Abs(float64(v - x[i])); d > math.Abs(float64(x[i]))/256 {
+			t.Fatalf("value %d: %v rounded to %v", i, x[i], v)
+		}
+	}
+}
+
+// TestLoadBF16Rejects: LoadBF16 reads only BF16 tensors of the expected
+// shape, without NaN or infinite values, and says what to do instead.
+func TestLoadBF16Rejects(t *testing.T) {
+	dir := t.TempDir()
+	f32 := filepath.Join(dir, "f32.safetensors")
+	if err := WriteSafetensors(f32, []Tensor{{Name: "w", Shape: []int{2}, Data: []float32{1, 2}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	inf := filepath.Join(dir, "inf.safetensors")
+	if err := WriteSafetensorsBF16(inf, []Tensor{{Name: "w", Shape: []int{2}, Data: []float32{1, float32(math.Inf(-1))}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path  string
+		shape []int
+		want  string
+	}{
+		{f32, []int{2}, `tensor "w" is F32, not BF16: read it as float32 (Load)`},
+		{inf, []int{2}, `tensor "w" has 1 NaN or infinite values (the first, element 1, is -Inf)`},
+		{inf, []int{1, 2}, `tensor "w" has shape [2], the model expects [1 2]`},
+	} {
+		f, err := OpenSafetensors(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = f.LoadBF16("w", c.shape, make([]uint16, 2))
+		f.Close()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", filepath.Base(c.path), err, c.want)
+		}
+	}
+}

@@ -302,3 +302,43 @@ func reportMemory(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.HeapAlloc)/(1<<30), "live_GB")
 }
+
+// BenchmarkLoadPretrained loads the Hugging Face directory named by
+// RAGEN_HF_DIR (go run ./scripts/randomhf DIR writes a random
+// Qwen2.5-0.5B-shaped one in bf16) as the base of rank-16 LoRA adapters on
+// every linear layer, as ragen train -pretrained DIR -lora-rank 16 does,
+// and reports the seconds and the process's peak memory:
+//
+//	float32  Load, then WithLoRA (which holds the matrices as bf16 only
+//	         when they are bf16-exact, after the float32 model was built)
+//	frozen   Load with Options.Frozen, then WithLoRA: a bf16 checkpoint's
+//	         matrices go from the files into bf16 storage
+//
+// The peak is the process's: run one sub-benchmark per process,
+//
+//	RAGEN_HF_DIR=/tmp/qwen05b go test ./engine/hf -run '^$' -bench 'LoadPretrained/frozen$' -benchtime 1x
+func BenchmarkLoadPretrained(b *testing.B) {
+	dir := os.Getenv("RAGEN_HF_DIR")
+	if dir == "" {
+		b.Skip("set RAGEN_HF_DIR to a Hugging Face model directory (go run ./scripts/randomhf DIR)")
+	}
+	for _, frozen := range []bool{false, true} {
+		name := map[bool]string{false: "float32", true: "frozen"}[frozen]
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				cpu0, start := cpuTime(), time.Now()
+				m, _, _, err := Load(dir, Options{Frozen: frozen})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := m.WithLoRA(model.LoRA{Rank: 16, Alpha: 32, Targets: []string{"all-linear"}}, false, 1); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(time.Since(start).Seconds(), "s/load")
+				b.ReportMetric(cpuTime()-cpu0, "cpu_s")
+				runtime.KeepAlive(m)
+			}
+			reportMemory(b)
+		})
+	}
+}

@@ -15,8 +15,10 @@
 // Parameter names are the Hugging Face ones on both sides (model.Layout
 // already names its views model.layers.N.self_attn.q_proj.weight, ...), so
 // loading is a loop over the model's views reading each tensor straight into
-// the flat parameter buffer, with its shape checked. The model math matches
-// transformers' Qwen2ForCausalLM (RMSNorm in float32, rotate_half RoPE,
+// the flat parameter buffer, with its shape checked; with Options.Frozen
+// (the base of LoRA adapters) a BF16 checkpoint's matrices go into bf16
+// storage instead (model.NewFrozen), never widened into a float32 copy.
+// The model math matches transformers' Qwen2ForCausalLM (RMSNorm in float32, rotate_half RoPE,
 // grouped-query attention, SwiGLU): testdata/gen_qwen2_tiny.py writes tiny
 // random checkpoints with logits computed by a plain PyTorch forward, and
 // the tests compare ours with them.

@@ -103,7 +103,7 @@ func TestDecoderBF16StorageBitEqual(t *testing.T) {
 					t.Fatal(err)
 				}
 				if tc.lora {
-					a, err := m.WithLoRA(LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj", "down_proj"}}, false, 5)
+					a, err := m.WithLoRA(LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj", "gate_proj", "down_proj"}}, false, 5)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -29,8 +29,8 @@ func (m *Model) Tensors() ([]checkpoint.Tensor, error) {
 // Params, or for a matrix a frozen base holds as bf16 only (w16) its
 // values widened (exact) into new memory.
 func (m *Model) values(v View) ([]float32, error) {
-	if m.w16 == nil || !frozenView(v) {
-		return m.Params.Slice(v.Name), nil
+	if x := m.Params.Slice(v.Name); x != nil || m.w16 == nil {
+		return x, nil
 	}
 	out := make([]float32, v.Size)
 	b, x := m.b, m.b.Slice(m.w16, v.Offset, v.Size)
@@ -52,7 +52,7 @@ func (m *Model) values(v View) ([]float32, error) {
 
 // errFrozen is the error of loading parameters into, or training, a base
 // that holds its frozen matrices as bf16 only.
-var errFrozen = errors.New("the model is a frozen base holding its matrices as bf16 only (WithLoRA made it so): load or train a model of its own (hf.Load, New)")
+var errFrozen = errors.New("the model is a frozen base holding its matrices as bf16 only (WithLoRA or NewFrozen made it so): load or train a model of its own (hf.Load without Options.Frozen, New)")
 
 // Save writes m as a checkpoint directory (model.safetensors, config.json,
 // tokenizer.json), atomically; extra may add optimizer and trainer state.

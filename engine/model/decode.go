@@ -113,13 +113,25 @@ func (m *Model) NewDecoder() (*Decoder, error) {
 			return nil
 		}
 		qkv, gateUp := []module{modQ, modK, modV}, []module{modGate, modUp}
-		dl.qkv = product{weights: []backend.Buffer{wt(modQ, qkv...), wt(modK, qkv...), wt(modV, qkv...)}, outs: []int{C, KV, KV}, in: dm}
-		dl.o = product{weights: []backend.Buffer{wt(modO)}, outs: []int{dm}, in: C}
-		dl.gateUp = product{weights: []backend.Buffer{wt(modGate, gateUp...), wt(modUp, gateUp...)}, outs: []int{I, I}, in: dm}
+		dl.qkv = product{outs: []int{C, KV, KV}, in: dm}
+		dl.gateUp = product{outs: []int{I, I}, in: dm}
 		if _, ok := b.(backend.Packer); ok {
-			d.fuse(&dl.qkv, l, mm.qkv, modQ, modK, modV)
-			d.fuse(&dl.gateUp, l, mm.gateUp, modGate, modUp)
+			d.fuse(&dl.qkv, l, mm.qkv, qkv...)
+			d.fuse(&dl.gateUp, l, mm.gateUp, gateUp...)
+			if err == nil {
+				err = d.foldGroup(&dl.qkv, l, qkv...)
+			}
+			if err == nil {
+				err = d.foldGroup(&dl.gateUp, l, gateUp...)
+			}
 		}
+		if dl.qkv.weights == nil {
+			dl.qkv.weights = []backend.Buffer{wt(modQ, qkv...), wt(modK, qkv...), wt(modV, qkv...)}
+		}
+		if dl.gateUp.weights == nil {
+			dl.gateUp.weights = []backend.Buffer{wt(modGate, gateUp...), wt(modUp, gateUp...)}
+		}
+		dl.o = product{weights: []backend.Buffer{wt(modO)}, outs: []int{dm}, in: C}
 		dl.down = product{weights: []backend.Buffer{wt(modDown)}, outs: []int{dm}, in: I}
 		if err != nil {
 			d.Close()
@@ -177,17 +189,8 @@ func (d *Decoder) fold(l int, mod module, mat, w32 backend.Buffer, widen bool) (
 	if err != nil {
 		return nil, err
 	}
-	if backend.IsBF16(w32) {
-		b.FromBF16(w, w32, n)
-	} else {
-		b.Copy(w, w32, n)
-	}
-	if ad == nil {
-		d.merged = append(d.merged, w)
-		return w, nil
-	}
-	b.Gemm(false, false, ad.out, ad.in, m.lora.Rank, m.lora.Scale(), ad.b, m.lora.Rank, ad.a, ad.in, 1, w, ad.in)
-	if m.half != nil {
+	d.foldInto(w, l, mod, w32)
+	if ad != nil && m.half != nil {
 		h, err := b.AllocBF16(n)
 		if err != nil {
 			b.Free(w)
@@ -199,6 +202,56 @@ func (d *Decoder) fold(l int, mod module, mat, w32 backend.Buffer, widen bool) (
 	}
 	d.merged = append(d.merged, w)
 	return w, nil
+}
+
+// foldInto writes into w (float32) module mod's weight of layer l with
+// its adapter, if any, folded in: w32 copied or widened (exact), then
+// w += s·B·A.
+func (d *Decoder) foldInto(w backend.Buffer, l int, mod module, w32 backend.Buffer) {
+	m := d.m
+	b, n := m.b, w32.Len()
+	if backend.IsBF16(w32) {
+		b.FromBF16(w, w32, n)
+	} else {
+		b.Copy(w, w32, n)
+	}
+	if ad := m.adapterAt(l, mod); ad != nil {
+		b.Gemm(false, false, ad.out, ad.in, m.lora.Rank, m.lora.Scale(), ad.b, m.lora.Rank, ad.a, ad.in, 1, w, ad.in)
+	}
+}
+
+// foldGroup makes p, the fused product of modules mods of layer l, read
+// one float32 buffer holding their weights back to back with their
+// adapters folded in, at F32 when some module of the group has one: the
+// matrix a Packer would otherwise concatenate from a folded copy of each
+// module (and keep for its products of a few rows), made without those
+// copies. p is left as it is otherwise.
+func (d *Decoder) foldGroup(p *product, l int, mods ...module) error {
+	m := d.m
+	adapted := false
+	for _, mod := range mods {
+		adapted = adapted || m.adapterAt(l, mod) != nil
+	}
+	if !adapted || m.half != nil {
+		return nil
+	}
+	n := 0
+	for _, o := range p.outs {
+		n += o
+	}
+	buf, err := m.b.Alloc(n * p.in)
+	if err != nil {
+		return err
+	}
+	d.merged = append(d.merged, buf)
+	off, w := 0, &m.p.layers[l]
+	for _, mod := range mods {
+		w32 := w.module(mod)
+		d.foldInto(m.b.Slice(buf, off, w32.Len()), l, mod, w32)
+		off += w32.Len()
+	}
+	p.weights, p.outs = []backend.Buffer{buf}, []int{n}
+	return nil
 }
 
 // fuse makes p, the product of modules mods of layer l, read their weights

@@ -17,7 +17,9 @@
 // those per token, so any PPO/GRPO/SFT loss is a choice of coefficients.
 //
 // WithLoRA makes a model that trains low-rank adapters on a frozen base
-// (PEFT's math and files: SaveAdapter, LoadAdapter, Merged); SetRecompute
+// (PEFT's math and files: SaveAdapter, LoadAdapter, Merged), which holds
+// bf16-exact weights as bf16 only; NewFrozen reads such a base straight
+// from a bf16 checkpoint; SetRecompute
 // trades a forward pass for holding one block's activations; a long batch
 // over a large vocabulary runs the LM head in blocks of rows.
 //

@@ -325,6 +325,15 @@ func (m *Model) SetRecompute(on bool) {
 // Recompute reports whether SetRecompute is on.
 func (m *Model) Recompute() bool { return m.recompute }
 
+// FreeWorkspace releases the activations and scratch of the last Forward
+// and Backward, which a model otherwise keeps, sized to the largest batch
+// it has run, for its next pass: a trainer calls it when a model is done
+// for a phase, so that the next phase's models get the memory (a
+// Qwen2.5-0.5B model's workspace for 5,000 tokens is over a GB even with
+// SetRecompute). The next Forward allocates them again; no number
+// changes. Backward needs a Forward after it.
+func (m *Model) FreeWorkspace() { m.freeWorkspace() }
+
 // freeWorkspace releases the workspace's backend buffers.
 func (m *Model) freeWorkspace() {
 	for _, x := range m.ws.buffers() {

@@ -15,12 +15,19 @@ import (
 // policy's log-probabilities and entropies, the critic's values, the base's
 // (the KL reference's) log-probabilities, the gradient norms, then the
 // adapters after training, a decode's logits and the merged model's
-// parameters. keep forces the float32 base (the path before freezeBF16).
-func frozenRun(t *testing.T, c Config, b backend.Backend, p backend.Precision, keep bool) []float32 {
+// parameters. keep forces the float32 base (the path before freezeBF16);
+// embedF32 makes the embedding's values no bf16s, so that it stays
+// float32 while the matrices are bf16.
+func frozenRun(t *testing.T, c Config, b backend.Backend, p backend.Precision, keep, embedF32 bool) []float32 {
 	t.Helper()
 	keepFrozenF32 = keep
 	defer func() { keepFrozenF32 = false }()
 	base := bf16Model(t, c, 31)
+	if embedF32 {
+		for i, x := range base.Params.Slice(embedName) {
+			base.Params.Slice(embedName)[i] = x + x*1e-5
+		}
+	}
 	if err := base.Use(b, p); err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +45,9 @@ func frozenRun(t *testing.T, c Config, b backend.Backend, p backend.Precision, k
 	}
 	if !keep && len(base.Params.Data) >= base.Layout.Size/4 {
 		t.Fatalf("the frozen base kept %d of %d floats", len(base.Params.Data), base.Layout.Size)
+	}
+	if _, f32 := base.Params.Layout.Lookup(embedName); !keep && f32 != embedF32 {
+		t.Fatalf("embedding of bf16s %v: the frozen base holds it as float32: %v", !embedF32, f32)
 	}
 	oc := optim.DefaultConfig()
 	oc.LR = 1e-2
@@ -109,24 +119,28 @@ func frozenRun(t *testing.T, c Config, b backend.Backend, p backend.Precision, k
 // them as bf16 only under LoRA adapters, and training, the reference
 // policy, decoding (packed and plain products), merging and the base's
 // tensors give the very floats of the float32 base, bit for bit, at F32
-// and BF16, with an untied head (frozen too) and a tied one.
+// and BF16, with an untied head (frozen too) and a tied one, and with the
+// embedding held as bf16 (its rows widened as they are gathered) or, when
+// its values are no bf16s, as float32.
 func TestFrozenBF16BaseBitEqual(t *testing.T) {
 	for _, tied := range []bool{false, true} {
 		for _, p := range []backend.Precision{backend.F32, backend.BF16} {
 			for _, packer := range []bool{true, false} {
-				c := Tiny()
-				c.TieWordEmbeddings = tied
-				var b backend.Backend = cpu.New()
-				if !packer {
-					b = noPacker{b}
-				}
-				old, got := frozenRun(t, c, b, p, true), frozenRun(t, c, b, p, false)
-				if len(old) != len(got) {
-					t.Fatalf("tied %v, %s, packer %v: %d numbers from the float32 base, %d from bf16", tied, p, packer, len(old), len(got))
-				}
-				for i := range old {
-					if math.Float32bits(old[i]) != math.Float32bits(got[i]) {
-						t.Fatalf("tied %v, %s, packer %v: number %d is %v from the bf16 base, %v from the float32 one", tied, p, packer, i, got[i], old[i])
+				for _, embedF32 := range []bool{false, true} {
+					c := Tiny()
+					c.TieWordEmbeddings = tied
+					var b backend.Backend = cpu.New()
+					if !packer {
+						b = noPacker{b}
+					}
+					old, got := frozenRun(t, c, b, p, true, embedF32), frozenRun(t, c, b, p, false, embedF32)
+					if len(old) != len(got) {
+						t.Fatalf("tied %v, %s, packer %v, F32 embedding %v: %d numbers from the float32 base, %d from bf16", tied, p, packer, embedF32, len(old), len(got))
+					}
+					for i := range old {
+						if math.Float32bits(old[i]) != math.Float32bits(got[i]) {
+							t.Fatalf("tied %v, %s, packer %v, F32 embedding %v: number %d is %v from the bf16 base, %v from the float32 one", tied, p, packer, embedF32, i, got[i], old[i])
+						}
 					}
 				}
 			}

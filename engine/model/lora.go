@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/backend/cpu"
 	"github.com/ragen-go/ragen/engine/backend/cpu/gemm"
 )
 
@@ -206,21 +207,41 @@ func (m *Model) WithLoRA(l LoRA, valueHead bool, seed uint64) (*Model, error) {
 var keepFrozenF32 = false
 
 // frozenView reports whether the view called name is a matrix a frozen
-// base may hold as bf16 only: a block's projections and an untied LM
-// head. The embedding stays float32 (EmbeddingForward reads float32), and
-// so does a head tied to it; norms and biases are a few KB.
+// base holds as bf16 only when every such matrix is bf16-exact: a block's
+// projections and an untied LM head. The embedding (and a head tied to
+// it) goes with them when it is bf16-exact too (frozenEmbed); norms and
+// biases, a few KB, stay float32.
 func frozenView(v View) bool {
-	return v.Decay && v.Name != "model.embed_tokens.weight" && !strings.HasPrefix(v.Name, "value_head.")
+	return v.Decay && v.Name != embedName && !strings.HasPrefix(v.Name, "value_head.")
+}
+
+// embedName is the token embedding's view.
+const embedName = "model.embed_tokens.weight"
+
+// frozenSplit returns the layout of the views a frozen base keeps as
+// float32 in Params: every view of l but the frozen matrices, and but the
+// embedding when embed16 (it is bf16 too).
+func frozenSplit(l *Layout, embed16 bool) *Layout {
+	rest := &Layout{index: map[string]int{}}
+	for _, v := range l.Views {
+		if !frozenView(v) && !(embed16 && v.Name == embedName) {
+			rest.add(v.Name, v.Decay, v.Shape...)
+		}
+	}
+	return rest
 }
 
 // freezeBF16 makes m, about to become a frozen base, hold its matrices
 // (frozenView) as bf16 only when every one of them is bf16-exact (a model
-// loaded from bf16 safetensors and not trained since): one bf16 copy of
-// the Layout (w16, also the bf16 weights at BF16), and Params holding the
-// other views only. Widening a bf16 value is exact and the products read
-// it widened (GemmBF16B, decision 44), so every number stays the same;
-// the float32 matrices' memory is freed (Qwen2.5-0.5B: 2 bytes a frozen
-// parameter). A base with any other value keeps its float32 Params.
+// loaded from bf16 safetensors and not trained since), and its embedding
+// too when it is: one bf16 copy of the Layout (w16, also the bf16 weights
+// at BF16), and Params holding the other views only. Widening a bf16
+// value is exact and the products and the embedding's row gather read it
+// widened (GemmBF16B, EmbeddingForward; decision 44), so every number
+// stays the same; the float32 matrices' memory is freed (Qwen2.5-0.5B: 2
+// bytes a frozen parameter). A base with any other value keeps its
+// float32 Params. (NewFrozen makes the same model without the float32
+// copy, straight from a bf16 checkpoint.)
 func (m *Model) freezeBF16() error {
 	if m.w16 != nil || keepFrozenF32 || m.base != nil {
 		return nil
@@ -233,6 +254,7 @@ func (m *Model) freezeBF16() error {
 			return nil
 		}
 	}
+	embed16 := gemm.ExactBF16(m.Params.Slice(embedName))
 	b, p := m.b, m.precision
 	// Both copies of the weights are held for a moment: drop the
 	// gradients first (a frozen base gets none; Layout.Size floats, which
@@ -251,14 +273,8 @@ func (m *Model) freezeBF16() error {
 	if err := b.Err(); err != nil {
 		return err
 	}
-	rest := &Layout{index: map[string]int{}}
-	for _, v := range m.Layout.Views {
-		if !frozenView(v) {
-			rest.add(v.Name, v.Decay, v.Shape...)
-		}
-	}
-	params := NewBuffer(rest)
-	for _, v := range rest.Views {
+	params := NewBuffer(frozenSplit(m.Layout, embed16))
+	for _, v := range params.Layout.Views {
 		copy(params.Slice(v.Name), m.Params.Slice(v.Name))
 	}
 	m.release()
@@ -271,6 +287,83 @@ func (m *Model) freezeBF16() error {
 	// training step takes fresh pages for its activations.
 	debug.FreeOSMemory()
 	return nil
+}
+
+// WeightSource gives a model's parameters view by view (NewFrozen reads
+// a checkpoint through it).
+type WeightSource interface {
+	// BF16 reports whether view v is stored as bfloat16, which ReadBF16
+	// reads without widening.
+	BF16(v View) bool
+	// Read fills dst (v.Size floats) with view v's values.
+	Read(v View, dst []float32) error
+	// ReadBF16 fills dst (v.Size values) with the bits of view v's
+	// bfloat16 values; only called where BF16(v).
+	ReadBF16(v View, dst []uint16) error
+}
+
+// NewFrozen builds on the CPU the model of c whose parameters src gives,
+// to serve only as the frozen base of adapters (WithLoRA) or to decode:
+// the model New, reading src and WithLoRA's freezeBF16 would make,
+// without the float32 copy of its matrices that they hold on the way.
+// When src stores every matrix (frozenView) as bf16 — a bf16 checkpoint,
+// as Qwen2.5's are — they are read straight into bf16 storage (w16), the
+// embedding too when it is bf16, and Params holds only the other views:
+// half the bytes, and the numbers of the float32 model, bit for bit
+// (widening is exact). Otherwise it reads the float32 model and freezes
+// it as WithLoRA would. A model holding its matrices as bf16 only cannot
+// train them itself (NewAdamW, Restore refuse it); its adapters train.
+func NewFrozen(c Config, src WeightSource) (*Model, error) {
+	l := NewLayout(c)
+	all, embed16 := true, false
+	for _, v := range l.Views {
+		if frozenView(v) {
+			all = all && src.BF16(v)
+		} else if v.Name == embedName {
+			embed16 = src.BF16(v)
+		}
+	}
+	if !all || keepFrozenF32 {
+		m, err := New(c, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range l.Views {
+			if err := src.Read(v, m.Params.Slice(v.Name)); err != nil {
+				return nil, err
+			}
+		}
+		return m, m.freezeBF16()
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid model config: %w", err)
+	}
+	m := &Model{Config: c, Layout: l, Params: NewBuffer(frozenSplit(l, embed16))}
+	w16 := make([]uint16, l.Size)
+	for _, v := range l.Views {
+		var err error
+		if _, ok := m.Params.Layout.Lookup(v.Name); ok {
+			err = src.Read(v, m.Params.Slice(v.Name))
+		} else {
+			err = src.ReadBF16(v, w16[v.Offset:v.Offset+v.Size:v.Offset+v.Size])
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The float32 views' slots of w16 hold their values rounded, as
+	// freezeBF16's ToBF16 of the whole Layout leaves them: at BF16 a head
+	// tied to a float32 embedding reads its slot.
+	b := cpu.New()
+	for _, v := range m.Params.Layout.Views {
+		w, _ := l.Lookup(v.Name)
+		b.ToBF16(cpu.HostBF16(w16[w.Offset:w.Offset+w.Size]), b.Wrap(m.Params.Slice(v.Name)), v.Size)
+	}
+	m.w16 = cpu.HostBF16(w16)
+	if err := m.Use(b, backend.F32); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // LoRA returns the model's adapter configuration, nil for a model without

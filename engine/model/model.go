@@ -105,9 +105,6 @@ func (m *Model) Use(b backend.Backend, p backend.Precision) error {
 	if b == nil {
 		return errors.New("model: no backend")
 	}
-	if m.w16 != nil && m.b != nil {
-		return fmt.Errorf("model: the base holds its frozen weights as bf16 on %s (made so by WithLoRA) and stays there: move it before making its adapters", m.b.Name())
-	}
 	if m.base != nil && (m.base.b != b || m.base.precision != p) {
 		return fmt.Errorf("model: adapters compute with their base, which is on %s at %s: move the base (Use), then make its adapters", m.base.b.Name(), m.base.precision)
 	}
@@ -116,7 +113,17 @@ func (m *Model) Use(b backend.Backend, p backend.Precision) error {
 			return err
 		}
 	}
+	// A frozen base's bf16 weights (w16) stay, or move to b.
+	w16 := m.w16
+	if w16 != nil && m.b != nil && m.b != b {
+		if w16, err = moveBF16(b, m.b, w16); err != nil {
+			return fmt.Errorf("backend %s: the frozen base's bf16 weights: %w", b.Name(), err)
+		}
+	} else if w16 != nil {
+		m.w16, m.half = nil, nil // kept: not for release to free
+	}
 	m.release()
+	m.w16 = w16
 	m.b, m.precision = b, backend.F32
 	fail := func(err error) error {
 		m.release()
@@ -274,6 +281,49 @@ func (m *Model) release() {
 	m.params, m.grads, m.half, m.w16, m.xs, m.cos, m.sin = nil, nil, nil, nil, [3]backend.Buffer{}, nil, nil
 	m.p, m.g, m.h, m.ad = weights{}, weights{}, weights{}, nil
 	m.ws = workspace{}
+}
+
+// moveBF16 returns a new bf16 buffer on to with the values of x, a bf16
+// buffer of from: a chunk at a time widened on from, through host memory,
+// and rounded back on to, both exact.
+func moveBF16(to, from backend.Backend, x backend.Buffer) (backend.Buffer, error) {
+	const chunk = 1 << 20
+	n := x.Len()
+	host := make([]float32, min(chunk, n))
+	y, err := to.AllocBF16(n)
+	if err != nil {
+		return nil, err
+	}
+	src, err := from.Alloc(len(host))
+	if err != nil {
+		to.Free(y)
+		return nil, err
+	}
+	defer from.Free(src)
+	dst, err := to.Alloc(len(host))
+	if err != nil {
+		to.Free(y)
+		return nil, err
+	}
+	defer to.Free(dst)
+	for off := 0; off < n; off += chunk {
+		k := min(chunk, n-off)
+		from.FromBF16(src, from.Slice(x, off, k), k)
+		if err := from.Download(host[:k], src); err != nil {
+			to.Free(y)
+			return nil, err
+		}
+		if err := to.Upload(dst, host[:k]); err != nil {
+			to.Free(y)
+			return nil, err
+		}
+		to.ToBF16(to.Slice(y, off, k), dst, k)
+	}
+	if err := to.Err(); err != nil {
+		to.Free(y)
+		return nil, err
+	}
+	return y, nil
 }
 
 func (m *Model) upload(x []float32) (backend.Buffer, error) {

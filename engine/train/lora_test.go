@@ -3,11 +3,15 @@ package train
 import (
 	"math"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ragen-go/ragen/engine/algo"
+	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/checkpoint"
+	"github.com/ragen-go/ragen/engine/hf"
 	"github.com/ragen-go/ragen/engine/model"
 )
 
@@ -70,5 +74,63 @@ func TestLoRAValidates(t *testing.T) {
 	c.LoRA = &model.LoRA{Rank: 0, Alpha: 8, Targets: []string{"q_proj"}}
 	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "lora.r: must be ≥ 1") {
 		t.Fatalf("rank 0: %v", err)
+	}
+}
+
+// A LoRA run from a bf16 checkpoint loads its base frozen (hf.Options
+// Frozen: the matrices and the embedding straight into bf16 storage) and
+// computes the metrics, adapters and base of a run from an F32 checkpoint
+// of the same values, which loads as float32 and is frozen after, bit
+// for bit — with a critic and the base as KL reference.
+func TestLoRAPretrainedBF16(t *testing.T) {
+	c := tinyConfig(t)
+	c.Steps, c.ValEpisodes = 1, 0
+	warm := run(t, c)
+	policy := policyOf(t, warm)
+	for i, v := range policy.Params.Data {
+		policy.Params.Data[i] = backend.RoundBF16(v)
+	}
+	f32, bf16 := filepath.Join(t.TempDir(), "f32"), filepath.Join(t.TempDir(), "bf16")
+	for _, dir := range []string{f32, bf16} {
+		if err := hf.Save(dir, policy, warm.Tok, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tensors, err := policy.Tensors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.WriteSafetensorsBF16(filepath.Join(bf16, hf.WeightsFile), tensors, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Algo.AdvEstimator = algo.EstGAE
+	c.Algo.KLPlacement, c.Algo.KLCoef = algo.KLLoss, 0.01
+	c.Algo.FilterRatio = 1
+	c.LoRA = &model.LoRA{Rank: 4, Alpha: 8, Targets: []string{"all-linear"}}
+	c.WarmStart.Steps, c.Steps = 0, 2
+	var runs [2]*Trainer
+	for i, dir := range []string{f32, bf16} {
+		c.Pretrained = dir
+		runs[i] = run(t, c)
+		defer runs[i].Close()
+		if runs[i].base.Params.Slice("model.layers.0.mlp.up_proj.weight") != nil || runs[i].base.Params.Slice("model.embed_tokens.weight") != nil {
+			t.Fatalf("%s: the base holds float32 matrices", filepath.Base(dir))
+		}
+	}
+	if a, b := deterministic(runs[0].History), deterministic(runs[1].History); !reflect.DeepEqual(a, b) {
+		t.Fatalf("metrics from the F32 checkpoint\n%v\nfrom the BF16 one\n%v", a, b)
+	}
+	for _, m := range [][2]*model.Model{{runs[0].policy, runs[1].policy}, {runs[0].critic, runs[1].critic}, {runs[0].base, runs[1].base}} {
+		a, err := m[0].Tensors()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := m[1].Tensors()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatal("the runs' models differ")
+		}
 	}
 }

@@ -43,7 +43,11 @@ func initialPolicy(ctx context.Context, cfg *Config, newEnv func() (envs.Env, er
 	)
 	switch {
 	case cfg.Pretrained != "":
-		policy, tok, tmpl, err = hf.Load(cfg.Pretrained, hf.Options{})
+		// Under LoRA with no fine-tuning first the loaded model is only
+		// the adapters' frozen base: a bf16 checkpoint's matrices stay
+		// bf16, never widened into a float32 copy (decision 44).
+		frozen := cfg.LoRA != nil && cfg.WarmStart.Steps == 0
+		policy, tok, tmpl, err = hf.Load(cfg.Pretrained, hf.Options{Frozen: frozen})
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("pretrained: %w", err)
 		}

@@ -215,6 +215,12 @@ var ops = []op{
 		c.b.EmbeddingForward(c.out(out), toks, wte, T, C)
 		c.b.EmbeddingBackward(c.out(dwte), c.in(T*C, 1), toks, T, C)
 	}},
+	{"embedding-bf16", func(c *call, s shape) { // a frozen embedding held as bf16
+		T, C := s.T(), s.C()
+		toks := tokens(c.rng, s.vocab, T)
+		out := c.in(T*C, 1)
+		c.b.EmbeddingForward(c.out(out), toks, bf16(c, c.in(s.vocab*C, 1), s.vocab*C), T, C)
+	}},
 	{"rmsnorm", func(c *call, s shape) {
 		N, C := s.T(), s.C()
 		inp, w, dout := c.in(N*C, 2), c.in(C, 1), c.in(N*C, 1)

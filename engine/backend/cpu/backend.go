@@ -179,6 +179,10 @@ func (*Backend) Scale(x backend.Buffer, n int, alpha float32) {
 }
 
 func (*Backend) EmbeddingForward(out backend.Buffer, tokens []int, wte backend.Buffer, T, C int) {
+	if w, ok := wte.(HostBF16); ok {
+		EmbeddingForwardBF16(h(out), tokens, w, T, C)
+		return
+	}
 	EmbeddingForward(h(out), tokens, h(wte), T, C)
 }
 

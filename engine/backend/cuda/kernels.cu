@@ -94,6 +94,15 @@ extern "C" __global__ void embedding_forward(float* out, const int* tokens, cons
     out[i] = wte[(size_t)tokens[t] * C + c];
 }
 
+// embedding_forward_bf16: embedding_forward from a bf16 table, each
+// value widened (exact).
+extern "C" __global__ void embedding_forward_bf16(float* out, const int* tokens, const bf16* wte, int T, int C) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)T * C) return;
+    int t = i / C, c = i % C;
+    out[i] = __uint_as_float((unsigned int)wte[(size_t)tokens[t] * C + c] << 16);
+}
+
 // embedding_backward: dwte[tokens[t], :] += dout[t, :]; one thread per
 // column visits the tokens in order, so repeated tokens sum in the CPU's
 // order with no atomics.

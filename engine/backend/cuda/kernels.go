@@ -25,7 +25,7 @@ const block = 256
 // kernelNames are the entry points of kernels.cu looked up after loading.
 var kernelNames = []string{
 	"add", "scale", "add_bias", "column_sum",
-	"embedding_forward", "embedding_backward",
+	"embedding_forward", "embedding_forward_bf16", "embedding_backward",
 	"rmsnorm_forward", "rmsnorm_backward_dx", "rmsnorm_backward_dw",
 	"rope", "softmax_causal", "softmax_causal_backward", "append_kv", "attend_cached", "split_qkv",
 	"swiglu_forward", "swiglu_rows", "swiglu_backward",

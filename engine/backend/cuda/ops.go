@@ -79,6 +79,10 @@ func (b *Backend) EmbeddingForward(out backend.Buffer, tokens []int, wte backend
 		return
 	}
 	defer b.enter()()
+	if backend.IsBF16(wte) { // a frozen embedding held as bf16
+		b.grid1("embedding_forward_bf16", T*C, out, b.upInts(tokens[:T]), b.half(wte), T, C)
+		return
+	}
 	b.grid1("embedding_forward", T*C, out, b.upInts(tokens[:T]), wte, T, C)
 }
 
