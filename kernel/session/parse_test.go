@@ -16,6 +16,8 @@ func TestParsesPerCell(t *testing.T) {
 		{"x := 1\nx", 1},
 		{"import \"fmt\"\ny := strings.Repeat(\"a\", 3)\nfmt.Println(y)\nfunc g() int { return 1 }\nz := g()\nP{X: z}.Twice()", 4},
 		{"ch := make(chan int, 1)\ngo func() { ch <- 1 }()\n<-ch", 4},
+		// guardScope's rewrite and its parse, then the rewritten chunk's.
+		{"for i := 0; i < 1; i++ { k, v, ok := strings.Cut(\"a=b\", \"=\"); _, _, _ = k, v, ok }", 3},
 	} {
 		before := parses.Load()
 		mustOK(t, exec(t, s, 2, tc.code))

@@ -216,10 +216,13 @@ func lineDirective(n int) string {
 // declarations of package main.
 func declSource(n int, text string) string { return "package main" + lineDirective(n) + text }
 
+// stmtPrefix begins every statement chunk as compiled.
+const stmtPrefix = "package main; func main() {"
+
 // stmtSource wraps text (already masked) in main's body, the form yaegi
 // runs at global scope.
 func stmtSource(n int, text string) string {
-	return "package main; func main() {" + lineDirective(n) + text + "\n}"
+	return stmtPrefix + lineDirective(n) + text + "\n}"
 }
 
 // guardFunc rewrites src, a complete file as compiled and parsed into f
