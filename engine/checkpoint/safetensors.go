@@ -315,12 +315,8 @@ func (f *File) Get(name string) (Tensor, error) {
 // NaN or infinite value is an error naming the tensor (Get and ReadInto
 // return values as they are).
 func (f *File) Load(name string, shape []int, dst []float32) error {
-	in, ok := f.infos[name]
-	if !ok {
-		return f.missing(name)
-	}
-	if !slices.Equal(in.Shape, shape) {
-		return fmt.Errorf("checkpoint %s: tensor %q has shape %v, the model expects %v", f.path, name, in.Shape, shape)
+	if _, err := f.expect(name, shape); err != nil {
+		return err
 	}
 	if err := f.ReadInto(name, dst); err != nil {
 		return err
@@ -331,6 +327,19 @@ func (f *File) Load(name string, shape []int, dst []float32) error {
 	return nil
 }
 
+// expect returns the named tensor's header after checking that it is there
+// with the shape the model expects.
+func (f *File) expect(name string, shape []int) (Info, error) {
+	in, ok := f.infos[name]
+	if !ok {
+		return Info{}, f.missing(name)
+	}
+	if !slices.Equal(in.Shape, shape) {
+		return Info{}, fmt.Errorf("checkpoint %s: tensor %q has shape %v, the model expects %v", f.path, name, in.Shape, shape)
+	}
+	return in, nil
+}
+
 // LoadBF16 reads the named BF16 tensor's values as they are stored, the
 // bits of each bfloat16, into dst after checking its shape, as Load does
 // but without widening them: what a model that holds its frozen weights
@@ -338,12 +347,9 @@ func (f *File) Load(name string, shape []int, dst []float32) error {
 // of another dtype is an error (load it with Load), and so is a NaN or
 // infinite value, naming the tensor.
 func (f *File) LoadBF16(name string, shape []int, dst []uint16) error {
-	in, ok := f.infos[name]
-	if !ok {
-		return f.missing(name)
-	}
-	if !slices.Equal(in.Shape, shape) {
-		return fmt.Errorf("checkpoint %s: tensor %q has shape %v, the model expects %v", f.path, name, in.Shape, shape)
+	in, err := f.expect(name, shape)
+	if err != nil {
+		return err
 	}
 	if in.DType != "BF16" {
 		return fmt.Errorf("checkpoint %s: tensor %q is %s, not BF16: read it as float32 (Load)", f.path, name, in.DType)

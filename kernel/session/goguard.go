@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
-	"sort"
 	"strings"
 	"sync/atomic"
 )
@@ -74,10 +73,6 @@ func (s *Session) guardGo(fset *token.FileSet, f *ast.File, src string) string {
 			imported[name] = true
 		}
 		s.mu.Unlock()
-		type edit struct {
-			start, end int
-			text       string
-		}
 		var edits []edit
 		ast.Inspect(f, func(n ast.Node) bool {
 			g, ok := n.(*ast.GoStmt)
@@ -125,10 +120,7 @@ func (s *Session) guardGo(fset *token.FileSet, f *ast.File, src string) string {
 		if len(edits) == 0 {
 			return src
 		}
-		sort.Slice(edits, func(i, j int) bool { return edits[i].start > edits[j].start })
-		for _, e := range edits {
-			src = src[:e.start] + e.text + src[e.end:]
-		}
+		src = applyEdits(src, edits)
 	}
 	return src
 }

@@ -6,7 +6,6 @@ import (
 	"go/token"
 	"math"
 	"reflect"
-	"sort"
 	"strings"
 )
 
@@ -55,17 +54,10 @@ func guardMake(fset *token.FileSet, f *ast.File, src string) string {
 			return src // the real parse reports the error
 		}
 	}
-	type edit struct {
-		at   int
-		text string
-	}
 	var edits []edit
 	off := func(p token.Pos) int { return fset.PositionFor(p, false).Offset }
 	text := func(n ast.Node) string { return src[off(n.Pos()):off(n.End())] }
-	at := func(p token.Pos) string {
-		pos := fset.Position(p)
-		return fmt.Sprintf("/*line %s:%d:%d*/", pos.Filename, pos.Line, pos.Column)
-	}
+	at := func(p token.Pos) string { return positionComment(fset, p) }
 	var visit func(n ast.Node, tparams map[string]bool)
 	visit = func(root ast.Node, tparams map[string]bool) {
 		ast.Inspect(root, func(n ast.Node) bool {
@@ -86,8 +78,8 @@ func guardMake(fset *token.FileSet, f *ast.File, src string) string {
 			typ := text(c.Args[0])
 			for _, a := range c.Args[1:] {
 				edits = append(edits,
-					edit{off(a.Pos()), "__ragen.MakeSize((" + typ + ")(nil), " + at(a.Pos())},
-					edit{off(a.End()), ")" + at(a.End())})
+					insert(off(a.Pos()), "__ragen.MakeSize(("+typ+")(nil), "+at(a.Pos())),
+					insert(off(a.End()), ")"+at(a.End())))
 			}
 			return true
 		})
@@ -99,16 +91,7 @@ func guardMake(fset *token.FileSet, f *ast.File, src string) string {
 		}
 		visit(d, tp)
 	}
-	if len(edits) == 0 {
-		return src
-	}
-	// Insert from the end, so earlier offsets stay valid; at one offset the
-	// closing text of an inner make goes after the opening of an outer one.
-	sort.SliceStable(edits, func(i, j int) bool { return edits[i].at > edits[j].at })
-	for _, e := range edits {
-		src = src[:e.at] + e.text + src[e.at:]
-	}
-	return src
+	return applyEdits(src, edits)
 }
 
 // typeParams are the names of a function's type parameters, and of its

@@ -1,10 +1,8 @@
 package session
 
 import (
-	"fmt"
 	"go/ast"
 	"go/token"
-	"sort"
 	"strings"
 )
 
@@ -47,32 +45,18 @@ func guardScope(fset *token.FileSet, f *ast.File, src string) string {
 			gotoTargets[b.Label.Name] = true
 		}
 	})
-	type edit struct {
-		at   int
-		text string
-	}
 	var edits []edit
 	off := func(p token.Pos) int { return fset.PositionFor(p, false).Offset }
-	at := func(p token.Pos) string {
-		pos := fset.Position(p)
-		return fmt.Sprintf("/*line %s:%d:%d*/", pos.Filename, pos.Line, pos.Column)
-	}
+	at := func(p token.Pos) string { return positionComment(fset, p) }
 	for _, st := range main.Body.List {
 		if !needsFuncScope(st, gotoTargets) {
 			continue
 		}
 		edits = append(edits,
-			edit{off(st.Pos()), "{ func() { " + at(st.Pos())},
-			edit{off(st.End()), " }() }" + at(st.End())})
+			insert(off(st.Pos()), "{ func() { "+at(st.Pos())),
+			insert(off(st.End()), " }() }"+at(st.End())))
 	}
-	if len(edits) == 0 {
-		return src
-	}
-	sort.SliceStable(edits, func(i, j int) bool { return edits[i].at > edits[j].at })
-	for _, e := range edits {
-		src = src[:e.at] + e.text + src[e.at:]
-	}
-	return src
+	return applyEdits(src, edits)
 }
 
 // needsFuncScope reports whether the top-level statement st is a compound
