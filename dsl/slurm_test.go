@@ -280,7 +280,7 @@ func TestSlurmSweepEqualsLocal(t *testing.T) {
 // interrupt, and squeue no longer lists the job.
 func TestSlurmInterruptCancelsArray(t *testing.T) {
 	slurmTest(t)
-	cache := t.TempDir()
+	cache := lingeringDir(t)
 	t.Setenv("RAGEN_CACHE", cache)
 	exp := slurmExp()
 	exp.Steps = 500
@@ -330,4 +330,33 @@ func TestSlurmFailedTask(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
+}
+
+// lingeringDir is a temporary directory for a test whose Slurm tasks may
+// still be writing into it when the test ends: a cancelled task saves its
+// interrupted run's checkpoint (decision 46), and with proctrack/linuxproc
+// squeue can stop listing the job while that process is finishing. The
+// cleanup retries the removal for up to 30 s instead of failing the test on
+// "directory not empty".
+func lingeringDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ragen-slurm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("removing %s: %v", dir, err)
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+	return dir
 }
