@@ -34,11 +34,21 @@ const recoverDecl = `func ` + recoverFunc + `(at string) {
 var goSeq atomic.Int64
 
 // guard rewrites a cell's chunk, a complete file as compiled and parsed
-// into f, before it is compiled: the top-level statements that need a
-// function scope (guardScope, scopeguard.go), its go statements (guardGo)
-// and its make calls (guardMake, makeguard.go). It is a guardFunc: a chunk
-// with none of them is returned as it is, without parsing it again.
+// into f, before it is compiled: the comma-ok map indexes yaegi would
+// leave stale (guardCommaOK, commaok.go), the top-level statements that
+// need a function scope (guardScope, scopeguard.go), its go statements
+// (guardGo) and its make calls (guardMake, makeguard.go). It is a
+// guardFunc: a chunk with none of them is returned as it is, without
+// parsing it again.
 func (s *Session) guard(fset *token.FileSet, f *ast.File, src string) string {
+	if w := guardCommaOK(fset, f, src); w != src {
+		fset = token.NewFileSet()
+		var err error
+		if f, err = parseFile(fset, fileName, w, 0); err != nil {
+			return w // the real parse reports the error
+		}
+		src = w
+	}
 	if w := guardScope(fset, f, src); w != src {
 		fset = token.NewFileSet()
 		var err error

@@ -1,0 +1,407 @@
+package session
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"strings"
+)
+
+// Comma-ok map indexes. yaegi (v0.16.1, and its master of January 2025)
+// compiles `v, ok := m[k]` to an operation that sets v only when the key is
+// present (interp/run.go, getIndexMap2): on a miss v keeps what its slot
+// held, where Go gives the zero value. A slot holds an older value when
+//
+//   - the statement assigns (`v, ok = m[k]`), anywhere;
+//   - a define runs again in the same frame: in a loop, or in a function
+//     with a goto;
+//   - a define redeclares v (`v := 5; v, ok := m[k]`, a name declared
+//     before in the same block, or a parameter in a function's body).
+//
+// A define among a cell's top-level statements is none of these: a global
+// defined so is typed by running the define inside a function (globals.go),
+// whose frame is new. (The single-value `v := m[k]` and `_, ok := m[k]` are
+// right.) So, before compiling, those statements are rewritten into forms
+// yaegi computes right, with the same meaning:
+//
+//	v, _ := m[k]     becomes   v := m[k]
+//	v, ok = m[k]     becomes   { func() { __ragenV, __ragenOK := m[k]; v, ok = __ragenV, __ragenOK }() }
+//	v, ok := m[k]    becomes   v, ok := m[k]; if !ok { v = m[k] }
+//
+// The function literal's frame is new at each call, so its define starts
+// from zero values; in a for post statement the literal is in parentheses
+// instead of braces. The define's fix indexes again on a miss (the
+// single-value index gives the zero value, converted to v's type as Go
+// does); m and k are bound first to variables (__ragenM1, __ragenK1) when
+// evaluating them twice could differ: they hold a call or a receive, or
+// name a variable the statement sets. A define in an if, switch or for
+// statement's init is moved with its fix into a block around the
+// statement: `{ v, ok := m[k]; if !ok { v = m[k] }; if ; ok { ... } }`.
+// Left as they are: a labeled for or switch whose init would move (a
+// break or continue names the label), a typed `var v, ok T = m[k]`, and a
+// map or key expression holding a function literal. /*line*/ comments
+// keep the cell's own positions after every inserted text, so errors name
+// the cell's line and column.
+
+// guardCommaOK rewrites the comma-ok map indexes of src, a chunk as
+// compiled and parsed into f in fset, that yaegi may leave stale (see
+// above). A chunk without them is returned as it is.
+func guardCommaOK(fset *token.FileSet, f *ast.File, src string) string {
+	g := &commaOKGuard{fset: fset, src: src, gotos: map[ast.Node]bool{}}
+	if strings.HasPrefix(src, stmtPrefix) && len(f.Decls) == 1 {
+		if main, ok := f.Decls[0].(*ast.FuncDecl); ok {
+			g.main = main
+		}
+	}
+	var stack []ast.Node // the ancestors of the node visited, f first
+	ast.Inspect(f, func(n ast.Node) bool {
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return true
+		}
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			g.assign(n, stack)
+		case *ast.DeclStmt:
+			g.varDecl(n, stack)
+		}
+		stack = append(stack, n)
+		return true
+	})
+	if len(g.edits) == 0 {
+		return src
+	}
+	return applyEdits(src, g.edits)
+}
+
+type commaOKGuard struct {
+	fset  *token.FileSet
+	src   string
+	main  *ast.FuncDecl     // a statement chunk's main
+	gotos map[ast.Node]bool // function (FuncDecl, FuncLit) -> holds a goto
+	edits []edit
+	temps int // __ragenM<n> and __ragenK<n> made
+}
+
+func (g *commaOKGuard) off(p token.Pos) int    { return g.fset.PositionFor(p, false).Offset }
+func (g *commaOKGuard) at(p token.Pos) string  { return positionComment(g.fset, p) }
+func (g *commaOKGuard) text(n ast.Node) string { return g.src[g.off(n.Pos()):g.off(n.End())] }
+
+// mapIndex is the map index of a comma-ok right-hand side, nil otherwise.
+// (A two-valued index expression can only be a map's.)
+func mapIndex(rhs []ast.Expr) *ast.IndexExpr {
+	if len(rhs) != 1 {
+		return nil
+	}
+	ix, _ := ast.Unparen(rhs[0]).(*ast.IndexExpr)
+	return ix
+}
+
+func isBlank(e ast.Expr) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == "_"
+}
+
+// assign handles `v, ok := m[k]` and `v, ok = m[k]`.
+func (g *commaOKGuard) assign(st *ast.AssignStmt, stack []ast.Node) {
+	ix := mapIndex(st.Rhs)
+	if len(st.Lhs) != 2 || ix == nil || isBlank(st.Lhs[0]) {
+		return
+	}
+	value, ok := st.Lhs[0], st.Lhs[1]
+	parent := stack[len(stack)-1]
+	if st.Tok == token.ASSIGN {
+		if isBlank(ok) {
+			g.dropBlank(value, ok)
+			return
+		}
+		if hasFuncLit(value) || hasFuncLit(ok) {
+			return
+		}
+		open, close := "{ func() { ", " }() }"
+		if !inList(parent) {
+			open, close = "(func() { ", " })()" // a simple statement: an init, a for post
+		}
+		rhs := st.Rhs[0]
+		g.edits = append(g.edits,
+			edit{g.off(st.Pos()), g.off(rhs.Pos()), open + "__ragenV, __ragenOK := " + g.at(rhs.Pos())},
+			insert(g.off(st.End()), "; "+g.at(st.Pos())+g.text(value)+", "+g.at(ok.Pos())+g.text(ok)+
+				" = __ragenV, __ragenOK"+close+g.at(st.End())))
+		return
+	}
+	if st.Tok != token.DEFINE || !g.stale(st, value.(*ast.Ident), stack) {
+		return
+	}
+	if isBlank(ok) {
+		g.dropBlank(value, ok)
+		return
+	}
+	g.fixDefine(st, ix, []*ast.Ident{value.(*ast.Ident), ok.(*ast.Ident)}, stack)
+}
+
+// varDecl handles `var v, ok = m[k]` (each such spec of the declaration).
+func (g *commaOKGuard) varDecl(st *ast.DeclStmt, stack []ast.Node) {
+	gd, ok := st.Decl.(*ast.GenDecl)
+	if !ok || gd.Tok != token.VAR {
+		return
+	}
+	for _, sp := range gd.Specs {
+		vs := sp.(*ast.ValueSpec)
+		ix := mapIndex(vs.Values)
+		if len(vs.Names) != 2 || ix == nil || vs.Type != nil || isBlank(vs.Names[0]) || !g.stale(st, nil, stack) {
+			continue
+		}
+		if isBlank(vs.Names[1]) {
+			g.dropBlank(vs.Names[0], vs.Names[1])
+			continue
+		}
+		g.fixDefine(st, ix, vs.Names, stack)
+	}
+}
+
+// dropBlank turns `v, _ := m[k]` (or = or var) into `v := m[k]`.
+func (g *commaOKGuard) dropBlank(value, blank ast.Expr) {
+	g.edits = append(g.edits, edit{g.off(value.End()), g.off(blank.End()), g.at(blank.End())})
+}
+
+// fixDefine adds `if !ok { v = m[k] }` after the define st of names.
+func (g *commaOKGuard) fixDefine(st ast.Stmt, ix *ast.IndexExpr, names []*ast.Ident, stack []ast.Node) {
+	if hasFuncLit(ix.X) || hasFuncLit(ix.Index) {
+		return
+	}
+	parent := stack[len(stack)-1]
+	var kw string // the statement whose init st is
+	var next token.Pos
+	switch p := parent.(type) {
+	case *ast.IfStmt:
+		kw, next = "if", p.Cond.Pos()
+	case *ast.SwitchStmt:
+		kw, next = "switch", p.Body.Lbrace
+		if p.Tag != nil {
+			next = p.Tag.Pos()
+		}
+	case *ast.TypeSwitchStmt:
+		kw, next = "switch", p.Assign.Pos()
+	case *ast.ForStmt:
+		kw, next = "for ;", p.Body.Lbrace
+		switch {
+		case p.Cond != nil:
+			kw, next = "for", p.Cond.Pos()
+		case p.Post != nil:
+			next = p.Post.Pos()
+		}
+	default:
+		if !inList(parent) {
+			return
+		}
+	}
+	if _, labeled := stack[len(stack)-2].(*ast.LabeledStmt); labeled && kw != "" && kw != "if" {
+		return // the label would move off the statement its break or continue names
+	}
+	var temps string
+	operand := func(e ast.Expr, prefix string) string {
+		if !mayDiffer(e, names) {
+			return g.text(e)
+		}
+		g.temps++
+		name := fmt.Sprintf("__ragen%s%d", prefix, g.temps)
+		temps += name + " := " + g.at(e.Pos()) + g.text(e) + "; "
+		g.edits = append(g.edits, edit{g.off(e.Pos()), g.off(e.End()), name + g.at(e.End())})
+		return name
+	}
+	m, k := operand(ix.X, "M"), operand(ix.Index, "K")
+	fix := g.at(ix.Pos()) + "if !" + names[1].Name + " { " + names[0].Name + " = " + m + "[" + k + "] }"
+	if kw == "" {
+		if temps != "" {
+			g.edits = append(g.edits, insert(g.off(st.Pos()), temps+g.at(st.Pos())))
+		}
+		g.edits = append(g.edits, insert(g.off(st.End()), "; "+fix+g.at(st.End())))
+		return
+	}
+	g.edits = append(g.edits,
+		edit{g.off(parent.Pos()), g.off(parent.Pos()) + len(strings.Fields(kw)[0]), "{"},
+		insert(g.off(st.Pos()), temps+g.at(st.Pos())),
+		edit{g.off(st.End()), g.off(next), "; " + fix + "; " + g.at(parent.Pos()) + kw + " ; " + g.at(next)},
+		insert(g.off(parent.End()), " }"+g.at(parent.End())))
+}
+
+// stale reports whether the define st, in the function its stack ends in,
+// may find its value's slot holding an older value: it runs in a loop, the
+// function has a goto, or value (nil for a var declaration, which always
+// declares) names a variable declared before in the same block. A
+// statement chunk's top-level statements are not (see above).
+func (g *commaOKGuard) stale(st ast.Stmt, value *ast.Ident, stack []ast.Node) bool {
+	child := ast.Node(st)
+	var fn ast.Node
+	for i := len(stack) - 1; i >= 0 && fn == nil; i-- {
+		switch p := stack[i].(type) {
+		case *ast.FuncLit, *ast.FuncDecl:
+			fn = p
+		case *ast.ForStmt:
+			if child != p.Init {
+				return true
+			}
+		case *ast.RangeStmt:
+			if child == p.Body {
+				return true
+			}
+		}
+		child = stack[i]
+	}
+	if fn == nil {
+		return false
+	}
+	if g.hasGoto(fn) {
+		return true
+	}
+	parent := stack[len(stack)-1]
+	if l, ok := parent.(*ast.LabeledStmt); ok && len(stack) >= 2 {
+		parent, st = stack[len(stack)-2], l
+	}
+	if g.main != nil && parent == g.main.Body {
+		return false
+	}
+	if value == nil || !inList(parent) {
+		return false
+	}
+	var list []ast.Stmt
+	switch p := parent.(type) {
+	case *ast.BlockStmt:
+		list = p.List
+		if ft := funcType(fn); ft != nil && funcBody(fn) == p && fieldsDeclare(value.Name, ft.Params, ft.Results) {
+			return true
+		}
+		if fd, ok := fn.(*ast.FuncDecl); ok && funcBody(fn) == p && fieldsDeclare(value.Name, fd.Recv) {
+			return true
+		}
+	case *ast.CaseClause:
+		list = p.Body
+	case *ast.CommClause:
+		list = p.Body
+	}
+	for _, s := range list {
+		if s == st {
+			break
+		}
+		if declares(s, value.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasGoto reports whether the function fn holds a goto outside its
+// function literals.
+func (g *commaOKGuard) hasGoto(fn ast.Node) bool {
+	has, seen := g.gotos[fn]
+	if !seen {
+		inspectOutsideFuncs(funcBody(fn), func(n ast.Node) {
+			if b, ok := n.(*ast.BranchStmt); ok && b.Tok == token.GOTO {
+				has = true
+			}
+		})
+		g.gotos[fn] = has
+	}
+	return has
+}
+
+func funcBody(fn ast.Node) *ast.BlockStmt {
+	if fd, ok := fn.(*ast.FuncDecl); ok {
+		return fd.Body
+	}
+	return fn.(*ast.FuncLit).Body
+}
+
+func funcType(fn ast.Node) *ast.FuncType {
+	if fd, ok := fn.(*ast.FuncDecl); ok {
+		return fd.Type
+	}
+	return fn.(*ast.FuncLit).Type
+}
+
+// fieldsDeclare reports whether one of the field lists names name.
+func fieldsDeclare(name string, lists ...*ast.FieldList) bool {
+	for _, l := range lists {
+		if l == nil {
+			continue
+		}
+		for _, f := range l.List {
+			for _, n := range f.Names {
+				if n.Name == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// declares reports whether the statement s declares a variable name in
+// its block.
+func declares(s ast.Stmt, name string) bool {
+	if l, ok := s.(*ast.LabeledStmt); ok {
+		s = l.Stmt
+	}
+	switch s := s.(type) {
+	case *ast.AssignStmt:
+		if s.Tok == token.DEFINE {
+			for _, e := range s.Lhs {
+				if id, ok := e.(*ast.Ident); ok && id.Name == name {
+					return true
+				}
+			}
+		}
+	case *ast.DeclStmt:
+		if gd, ok := s.Decl.(*ast.GenDecl); ok && gd.Tok == token.VAR {
+			for _, sp := range gd.Specs {
+				for _, n := range sp.(*ast.ValueSpec).Names {
+					if n.Name == name {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// inList reports whether a statement whose parent is p is in a statement
+// list (where more statements may follow it).
+func inList(p ast.Node) bool {
+	switch p.(type) {
+	case *ast.BlockStmt, *ast.CaseClause, *ast.CommClause, *ast.LabeledStmt:
+		return true
+	}
+	return false
+}
+
+// mayDiffer reports whether evaluating e again may give another value: it
+// holds a call (conversions included: they cannot be told apart) or a
+// receive, or names one of the variables the statement sets.
+func mayDiffer(e ast.Expr, names []*ast.Ident) bool {
+	differ := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			differ = true
+		case *ast.UnaryExpr:
+			differ = differ || n.Op == token.ARROW
+		case *ast.Ident:
+			for _, v := range names {
+				differ = differ || n.Name == v.Name
+			}
+		}
+		return !differ
+	})
+	return differ
+}
+
+func hasFuncLit(e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		_, isLit := n.(*ast.FuncLit)
+		found = found || isLit
+		return !found
+	})
+	return found
+}
