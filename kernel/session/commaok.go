@@ -80,21 +80,30 @@ type commaOKGuard struct {
 	main  *ast.FuncDecl     // a statement chunk's main
 	gotos map[ast.Node]bool // function (FuncDecl, FuncLit) -> holds a goto
 	edits []edit
-	temps int // __ragenM<n> and __ragenK<n> made
+	temps int    // __ragenM<n> and __ragenK<n> made
+	bind  string // the defines of the statement being fixed's temps
 }
 
 func (g *commaOKGuard) off(p token.Pos) int    { return g.fset.PositionFor(p, false).Offset }
 func (g *commaOKGuard) at(p token.Pos) string  { return positionComment(g.fset, p) }
 func (g *commaOKGuard) text(n ast.Node) string { return g.src[g.off(n.Pos()):g.off(n.End())] }
 
-// mapIndex is the map index of a comma-ok right-hand side, nil otherwise.
-// (A two-valued index expression can only be a map's.)
-func mapIndex(rhs []ast.Expr) *ast.IndexExpr {
+// commaOKRHS is the right-hand side of a comma-ok statement with values
+// rhs, nil if it is not one: a map index (a two-valued index expression
+// can only be a map's) or a type assertion.
+func commaOKRHS(rhs []ast.Expr) ast.Expr {
 	if len(rhs) != 1 {
 		return nil
 	}
-	ix, _ := ast.Unparen(rhs[0]).(*ast.IndexExpr)
-	return ix
+	switch e := ast.Unparen(rhs[0]).(type) {
+	case *ast.IndexExpr:
+		return e
+	case *ast.TypeAssertExpr:
+		if e.Type != nil { // not a type switch's x.(type)
+			return e
+		}
+	}
+	return nil
 }
 
 func isBlank(e ast.Expr) bool {
@@ -102,13 +111,24 @@ func isBlank(e ast.Expr) bool {
 	return ok && id.Name == "_"
 }
 
-// assign handles `v, ok := m[k]` and `v, ok = m[k]`.
+// assign handles `v, ok := m[k]`, `v, ok = m[k]` and the type assertions
+// `x, ok := i.(T)` and `x, ok = i.(T)`.
 func (g *commaOKGuard) assign(st *ast.AssignStmt, stack []ast.Node) {
-	ix := mapIndex(st.Rhs)
-	if len(st.Lhs) != 2 || ix == nil || isBlank(st.Lhs[0]) {
+	rhs := commaOKRHS(st.Rhs)
+	if len(st.Lhs) != 2 || rhs == nil || isBlank(st.Lhs[0]) {
 		return
 	}
 	value, ok := st.Lhs[0], st.Lhs[1]
+	if ta, isAssert := rhs.(*ast.TypeAssertExpr); isAssert {
+		switch {
+		case isBlank(ok) || !zeroSafe(ta.Type):
+		case st.Tok == token.ASSIGN && !mayDiffer(value, nil) && !mayDiffer(ok, nil),
+			st.Tok == token.DEFINE && g.stale(st, value.(*ast.Ident), stack):
+			g.fix(st, value, ok, ta, stack, func() string { return "*new(" + g.text(ta.Type) + ")" })
+		}
+		return
+	}
+	ix := rhs.(*ast.IndexExpr)
 	parent := stack[len(stack)-1]
 	if st.Tok == token.ASSIGN {
 		if isBlank(ok) {
@@ -136,10 +156,11 @@ func (g *commaOKGuard) assign(st *ast.AssignStmt, stack []ast.Node) {
 		g.dropBlank(value, ok)
 		return
 	}
-	g.fixDefine(st, ix, []*ast.Ident{value.(*ast.Ident), ok.(*ast.Ident)}, stack)
+	g.fixIndex(st, ix, value.(*ast.Ident), ok.(*ast.Ident), stack)
 }
 
-// varDecl handles `var v, ok = m[k]` (each such spec of the declaration).
+// varDecl handles `var v, ok = m[k]` and `var x, ok = i.(T)` (each such
+// spec of the declaration).
 func (g *commaOKGuard) varDecl(st *ast.DeclStmt, stack []ast.Node) {
 	gd, ok := st.Decl.(*ast.GenDecl)
 	if !ok || gd.Tok != token.VAR {
@@ -147,15 +168,23 @@ func (g *commaOKGuard) varDecl(st *ast.DeclStmt, stack []ast.Node) {
 	}
 	for _, sp := range gd.Specs {
 		vs := sp.(*ast.ValueSpec)
-		ix := mapIndex(vs.Values)
-		if len(vs.Names) != 2 || ix == nil || vs.Type != nil || isBlank(vs.Names[0]) || !g.stale(st, nil, stack) {
+		rhs := commaOKRHS(vs.Values)
+		if len(vs.Names) != 2 || rhs == nil || vs.Type != nil || isBlank(vs.Names[0]) || !g.stale(st, nil, stack) {
 			continue
 		}
-		if isBlank(vs.Names[1]) {
-			g.dropBlank(vs.Names[0], vs.Names[1])
-			continue
+		value, ok := vs.Names[0], vs.Names[1]
+		switch rhs := rhs.(type) {
+		case *ast.IndexExpr:
+			if isBlank(ok) {
+				g.dropBlank(value, ok)
+				continue
+			}
+			g.fixIndex(st, rhs, value, ok, stack)
+		case *ast.TypeAssertExpr:
+			if !isBlank(ok) && zeroSafe(rhs.Type) {
+				g.fix(st, value, ok, rhs, stack, func() string { return "*new(" + g.text(rhs.Type) + ")" })
+			}
 		}
-		g.fixDefine(st, ix, vs.Names, stack)
 	}
 }
 
@@ -164,26 +193,52 @@ func (g *commaOKGuard) dropBlank(value, blank ast.Expr) {
 	g.edits = append(g.edits, edit{g.off(value.End()), g.off(blank.End()), g.at(blank.End())})
 }
 
-// fixDefine adds `if !ok { v = m[k] }` after the define st of names.
-func (g *commaOKGuard) fixDefine(st ast.Stmt, ix *ast.IndexExpr, names []*ast.Ident, stack []ast.Node) {
+// fixIndex adds `if !ok { v = m[k] }` after the define st, with m and k
+// bound to variables first where evaluating them again may differ.
+func (g *commaOKGuard) fixIndex(st ast.Stmt, ix *ast.IndexExpr, value, ok *ast.Ident, stack []ast.Node) {
 	if hasFuncLit(ix.X) || hasFuncLit(ix.Index) {
 		return
 	}
+	g.fix(st, value, ok, ix, stack, func() string {
+		names := []*ast.Ident{value, ok}
+		operand := func(e ast.Expr, prefix string) string {
+			if !mayDiffer(e, names) {
+				return g.text(e)
+			}
+			g.temps++
+			name := fmt.Sprintf("__ragen%s%d", prefix, g.temps)
+			g.bind += name + " := " + g.at(e.Pos()) + g.text(e) + "; "
+			g.edits = append(g.edits, edit{g.off(e.Pos()), g.off(e.End()), name + g.at(e.End())})
+			return name
+		}
+		m := operand(ix.X, "M")
+		return m + "[" + operand(ix.Index, "K") + "]"
+	})
+}
+
+// fix adds `if !ok { value = zero() }` (at rhs's position) after st, in a
+// statement list, or,
+// st being an if, switch or for statement's init, moves st with it into a
+// block around that statement. zero may bind variables before st (g.bind).
+// Left as it is: st elsewhere (a for post), or the init of a labeled for
+// or switch.
+func (g *commaOKGuard) fix(st ast.Stmt, value, ok, rhs ast.Expr, stack []ast.Node, zero func() string) {
 	parent := stack[len(stack)-1]
 	var kw string // the statement whose init st is
 	var next token.Pos
+	var init ast.Stmt
 	switch p := parent.(type) {
 	case *ast.IfStmt:
-		kw, next = "if", p.Cond.Pos()
+		kw, next, init = "if", p.Cond.Pos(), p.Init
 	case *ast.SwitchStmt:
-		kw, next = "switch", p.Body.Lbrace
+		kw, next, init = "switch", p.Body.Lbrace, p.Init
 		if p.Tag != nil {
 			next = p.Tag.Pos()
 		}
 	case *ast.TypeSwitchStmt:
-		kw, next = "switch", p.Assign.Pos()
+		kw, next, init = "switch", p.Assign.Pos(), p.Init
 	case *ast.ForStmt:
-		kw, next = "for ;", p.Body.Lbrace
+		kw, next, init = "for ;", p.Body.Lbrace, p.Init
 		switch {
 		case p.Cond != nil:
 			kw, next = "for", p.Cond.Pos()
@@ -195,34 +250,54 @@ func (g *commaOKGuard) fixDefine(st ast.Stmt, ix *ast.IndexExpr, names []*ast.Id
 			return
 		}
 	}
+	if kw != "" && init != st {
+		return
+	}
 	if _, labeled := stack[len(stack)-2].(*ast.LabeledStmt); labeled && kw != "" && kw != "if" {
 		return // the label would move off the statement its break or continue names
 	}
-	var temps string
-	operand := func(e ast.Expr, prefix string) string {
-		if !mayDiffer(e, names) {
-			return g.text(e)
-		}
-		g.temps++
-		name := fmt.Sprintf("__ragen%s%d", prefix, g.temps)
-		temps += name + " := " + g.at(e.Pos()) + g.text(e) + "; "
-		g.edits = append(g.edits, edit{g.off(e.Pos()), g.off(e.End()), name + g.at(e.End())})
-		return name
-	}
-	m, k := operand(ix.X, "M"), operand(ix.Index, "K")
-	fix := g.at(ix.Pos()) + "if !" + names[1].Name + " { " + names[0].Name + " = " + m + "[" + k + "] }"
+	g.bind = ""
+	fix := g.at(rhs.Pos()) + "if !" + g.text(ok) + " { " + g.text(value) + " = " + zero() + " }"
 	if kw == "" {
-		if temps != "" {
-			g.edits = append(g.edits, insert(g.off(st.Pos()), temps+g.at(st.Pos())))
+		if g.bind != "" {
+			g.edits = append(g.edits, insert(g.off(st.Pos()), g.bind+g.at(st.Pos())))
 		}
 		g.edits = append(g.edits, insert(g.off(st.End()), "; "+fix+g.at(st.End())))
 		return
 	}
 	g.edits = append(g.edits,
 		edit{g.off(parent.Pos()), g.off(parent.Pos()) + len(strings.Fields(kw)[0]), "{"},
-		insert(g.off(st.Pos()), temps+g.at(st.Pos())),
+		insert(g.off(st.Pos()), g.bind+g.at(st.Pos())),
 		edit{g.off(st.End()), g.off(next), "; " + fix + "; " + g.at(parent.Pos()) + kw + " ; " + g.at(next)},
 		insert(g.off(parent.End()), " }"+g.at(parent.End())))
+}
+
+// zeroSafe reports whether yaegi can assign *new(t): not when t is an
+// interface type declared in a cell ("reflect.Set: value of type
+// interface {} is not assignable to type interp.valueInterface"), which
+// a name other than a predeclared one, or an interface or struct type
+// literal, may be. A qualified name is a compiled package's type.
+func zeroSafe(t ast.Expr) bool {
+	switch t := t.(type) {
+	case *ast.ParenExpr:
+		return zeroSafe(t.X)
+	case *ast.Ident:
+		return predeclaredZeroSafe[t.Name]
+	case *ast.SelectorExpr, *ast.StarExpr, *ast.MapType, *ast.ChanType, *ast.FuncType:
+		return true
+	case *ast.ArrayType:
+		return t.Len == nil // a slice
+	}
+	return false
+}
+
+// predeclaredZeroSafe are the predeclared types but any: yaegi's i.(any)
+// fails whatever i holds.
+var predeclaredZeroSafe = map[string]bool{
+	"bool": true, "string": true, "error": true, "byte": true, "rune": true, "uintptr": true,
+	"int": true, "int8": true, "int16": true, "int32": true, "int64": true,
+	"uint": true, "uint8": true, "uint16": true, "uint32": true, "uint64": true,
+	"float32": true, "float64": true, "complex64": true, "complex128": true,
 }
 
 // stale reports whether the define st, in the function its stack ends in,

@@ -13,9 +13,9 @@ import (
 // output (the same code compiled by go, main wrapping each case).
 func TestCommaOKMissingKey(t *testing.T) {
 	s := newSession(t)
-	mustOK(t, exec(t, s, 1, "import (\"fmt\"; \"net/url\")\ntype S struct{ A int }"))
+	mustOK(t, exec(t, s, 1, "import (\"fmt\"; \"net/url\"; \"time\")\ntype S struct{ A int }"))
 	mustOK(t, exec(t, s, 2, "m := map[string]int{\"a\": 1}\nkeys := []string{\"a\", \"b\"}\nms := map[string]string{\"a\": \"x\"}\nmt := map[string]S{\"a\": {1}}\none := 1\nmp := map[string]*int{\"a\": &one}\nml := map[string][]int{\"a\": {1}}\nma := map[string]any{\"a\": 1}\nuv := url.Values{\"a\": {\"x\"}}"))
-	mustOK(t, exec(t, s, 3, "func redeclared(k string) (int, bool) {\n\tv := 5\n\tv, ok := m[k]\n\treturn v, ok\n}\n\nfunc param(v int, k string) (int, bool) {\n\tv, ok := m[k]\n\treturn v, ok\n}\n\nfunc gotoLoop() {\n\ti := 0\nL:\n\tv, ok := m[keys[i]]\n\tfmt.Println(v, ok)\n\tif i++; i < 2 {\n\t\tgoto L\n\t}\n}"))
+	mustOK(t, exec(t, s, 3, "func assertRedeclared(i any) (int, bool) {\n\tx := 5\n\tx, ok := i.(int)\n\treturn x, ok\n}\n\nfunc redeclared(k string) (int, bool) {\n\tv := 5\n\tv, ok := m[k]\n\treturn v, ok\n}\n\nfunc param(v int, k string) (int, bool) {\n\tv, ok := m[k]\n\treturn v, ok\n}\n\nfunc gotoLoop() {\n\ti := 0\nL:\n\tv, ok := m[keys[i]]\n\tfmt.Println(v, ok)\n\tif i++; i < 2 {\n\t\tgoto L\n\t}\n}"))
 	for i, tc := range []struct{ name, code, out string }{
 		{"define in a loop", "for _, k := range keys {\n\tv, ok := m[k]\n\tfmt.Println(k, v, ok)\n}",
 			"a 1 true\nb 0 false\n"},
@@ -71,6 +71,26 @@ func TestCommaOKMissingKey(t *testing.T) {
 			"a 1 true\nb 0 false\n"},
 		{"key names ok", "mb := map[bool]string{false: \"f\"}\nfor i := 0; i < 2; i++ {\n\tok := true\n\ts, ok := mb[ok]\n\tfmt.Printf(\"%q %v\\n\", s, ok)\n}",
 			"\"\" false\n\"\" false\n"},
+		{"assert in a loop", "for _, i := range []any{1, \"s\"} {\n\tx, ok := i.(int)\n\tfmt.Println(x, ok)\n}",
+			"1 true\n0 false\n"},
+		{"assert var", "for _, i := range []any{1, \"s\"} {\n\tvar x, ok = i.(int)\n\tfmt.Println(x, ok)\n}",
+			"1 true\n0 false\n"},
+		{"assert if init", "for _, i := range []any{\"s\", 1} {\n\tif x, ok := i.(string); !ok {\n\t\tfmt.Printf(\"%q %v\\n\", x, ok)\n\t}\n}",
+			"\"\" false\n"},
+		{"assert error", "for _, i := range []any{fmt.Errorf(\"e\"), 1} {\n\tx, ok := i.(error)\n\tfmt.Println(x, ok)\n}",
+			"e true\n<nil> false\n"},
+		{"assert compiled interface", "for _, i := range []any{time.Second, 1} {\n\tx, ok := i.(fmt.Stringer)\n\tfmt.Println(x, ok)\n}",
+			"1s true\n<nil> false\n"},
+		{"assert pointer", "for _, i := range []any{&one, 1} {\n\tx, ok := i.(*int)\n\tfmt.Println(x != nil, ok)\n}",
+			"true true\nfalse false\n"},
+		{"assert slice", "for _, i := range []any{[]int{1}, 1} {\n\tx, ok := i.([]int)\n\tfmt.Println(x, x == nil, ok)\n}",
+			"[1] false true\n[] true false\n"},
+		{"assert compiled type", "for _, i := range []any{uv, 1} {\n\tx, ok := i.(url.Values)\n\tfmt.Println(len(x), x == nil, ok)\n}",
+			"1 false true\n0 true false\n"},
+		{"assert assign", "var x any = \"x\"\nvar ok bool\nfor _, i := range []any{1, \"s\"} {\n\tx, ok = i.(int)\n\tfmt.Printf(\"%v %T %v\\n\", x, x, ok)\n}",
+			"1 int true\n0 int false\n"},
+		{"assert redeclared", "fmt.Println(assertRedeclared(\"s\"))",
+			"0 false\n"},
 	} {
 		r := exec(t, s, 4+i, tc.code)
 		mustOK(t, r)
@@ -167,7 +187,12 @@ func TestGuardCommaOK(t *testing.T) {
 		{"for { _, ok := m[k]; _ = ok }", nil},
 		{"for { _, ok = m[k] }", nil},
 		{"for { v, ok := <-ch; _, _ = v, ok }", nil},
-		{"for { v, ok := x.(int); _, _ = v, ok }", nil},
+		{"for { v, ok := x.(T); _, _ = v, ok }", nil},                // T may be a cell's interface
+		{"for { v, ok := x.(interface{ M() }); _, _ = v, ok }", nil}, // an interface
+		{"for { v, ok := x.(any); _, _ = v, ok }", nil},              // yaegi's x.(any) fails
+		{"for { v, _ := x.(int); _ = v }", nil},                      // no status to test
+		{"for ; ; v, ok = x.(int) {}", nil},                          // a for post
+		{"a[f()], ok = x.(int)", nil},                                // the value evaluated again may differ
 		{"for { n, err := f(); _, _ = n, err }", nil},
 		{"f := func(k string) { v, ok := m[k]; _, _ = v, ok }", nil},
 		{"f := func(k string) { w := 1; v, ok := m[k]; _, _, _ = v, ok, w }", nil},
@@ -190,6 +215,10 @@ func TestGuardCommaOK(t *testing.T) {
 		{"f := func(k string) { v := 1; v, ok := m[k]; _, _ = v, ok }", []string{"if !ok { v = m[k] }"}},
 		{"f := func(v int) { v, ok := m[k]; _ = ok }", []string{"if !ok { v = m[k] }"}},
 		{"f := func() { L: v, ok := m[k]; _, _ = v, ok; goto L }", []string{"if !ok { v = m[k] }"}},
+		{"for { v, ok := x.(int); _, _ = v, ok }", []string{"v, ok := x.(int); /*line cell:10001:16*/if !ok { v = *new(int) }/*line cell:10001:23*/;"}},
+		{"for { var v, ok = x.([]T); _, _ = v, ok }", []string{"if !ok { v = *new([]T) }"}},
+		{"v, ok = x.(fmt.Stringer)", []string{"v, ok = x.(fmt.Stringer); /*line cell:10001:9*/if !ok { v = *new(fmt.Stringer) }"}},
+		{"for { if v, ok := x.(*T); ok { _ = v } }", []string{"if !ok { v = *new(*T) }; /*line cell:10001:7*/if ; "}},
 	} {
 		src := stmtSource(1, tc.code)
 		fset := token.NewFileSet()
