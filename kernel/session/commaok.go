@@ -4,13 +4,17 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"slices"
 	"strings"
 )
 
-// Comma-ok map indexes. yaegi (v0.16.1, and its master of January 2025)
+// Comma-ok forms. yaegi (v0.16.1, and its master of January 2025)
 // compiles `v, ok := m[k]` to an operation that sets v only when the key is
-// present (interp/run.go, getIndexMap2): on a miss v keeps what its slot
-// held, where Go gives the zero value. A slot holds an older value when
+// present (interp/run.go, getIndexMap2), and `x, ok := i.(T)` to one that
+// sets x only when the assertion holds (typeAssert): otherwise v keeps
+// what its slot held, where Go gives the zero value. (`v, ok := <-ch`,
+// the single-value `v := m[k]` and `_, ok := m[k]` are right.) A slot holds
+// an older value when
 //
 //   - the statement assigns (`v, ok = m[k]`), anywhere;
 //   - a define runs again in the same frame: in a loop, or in a function
@@ -20,30 +24,42 @@ import (
 //
 // A define among a cell's top-level statements is none of these: a global
 // defined so is typed by running the define inside a function (globals.go),
-// whose frame is new. (The single-value `v := m[k]` and `_, ok := m[k]` are
-// right.) So, before compiling, those statements are rewritten into forms
-// yaegi computes right, with the same meaning:
+// whose frame is new. So, before compiling, those statements are
+// rewritten into forms yaegi computes right, with the same meaning:
 //
 //	v, _ := m[k]     becomes   v := m[k]
-//	v, ok = m[k]     becomes   { func() { __ragenV, __ragenOK := m[k]; v, ok = __ragenV, __ragenOK }() }
 //	v, ok := m[k]    becomes   v, ok := m[k]; if !ok { v = m[k] }
+//	x, ok := i.(T)   becomes   x, ok := i.(T); if !ok { x = *new(T) }
 //
-// The function literal's frame is new at each call, so its define starts
-// from zero values; in a for post statement the literal is in parentheses
-// instead of braces. The define's fix indexes again on a miss (the
+// and the same for `=` and var. The fix indexes again on a miss (the
 // single-value index gives the zero value, converted to v's type as Go
 // does); m and k are bound first to variables (__ragenM1, __ragenK1) when
 // evaluating them twice could differ: they hold a call or a receive, or
-// name a variable the statement sets. A define in an if, switch or for
+// name a variable the statement sets. A statement in an if, switch or for
 // statement's init is moved with its fix into a block around the
 // statement: `{ v, ok := m[k]; if !ok { v = m[k] }; if ; ok { ... } }`.
+// A map index assignment where that cannot be (in a for post, or with a
+// call on its left side) runs in a function literal, whose frame is new at
+// each call, so its define starts from zero values:
+//
+//	(func() { __ragenV, __ragenOK := m[k]; v, ok = __ragenV, __ragenOK })()
+//
+// (in braces in a statement list, so it is never the cell's result). The
+// call is dear: a loop of a million such assignments took 2.1 s of CPU
+// against 0.1 unrewritten, where the fix after the statement costs 0.12.
+// yaegi loses an interface value through a function literal's results or
+// assignments, so a type assertion's assignment has no such fallback.
+//
 // Left as they are: a labeled for or switch whose init would move (a
-// break or continue names the label), a typed `var v, ok T = m[k]`, and a
-// map or key expression holding a function literal. /*line*/ comments
-// keep the cell's own positions after every inserted text, so errors name
-// the cell's line and column.
+// break or continue names the label); a typed `var v, ok T = m[k]`; a map
+// or key expression holding a function literal; an assertion in a for
+// post, without its status (`x, _ := i.(T)`), or to a type yaegi cannot
+// assign the zero of (see zeroSafe: a bare name, which may be a cell's
+// interface, an interface literal, any). /*line*/ comments keep the cell's
+// own positions after every inserted text, so errors name the cell's line
+// and column.
 
-// guardCommaOK rewrites the comma-ok map indexes of src, a chunk as
+// guardCommaOK rewrites the comma-ok statements of src, a chunk as
 // compiled and parsed into f in fset, that yaegi may leave stale (see
 // above). A chunk without them is returned as it is.
 func guardCommaOK(fset *token.FileSet, f *ast.File, src string) string {
@@ -138,6 +154,9 @@ func (g *commaOKGuard) assign(st *ast.AssignStmt, stack []ast.Node) {
 		if hasFuncLit(value) || hasFuncLit(ok) {
 			return
 		}
+		if !mayDiffer(value, nil) && !mayDiffer(ok, nil) && g.fixIndex(st, ix, value, ok, stack) {
+			return
+		}
 		open, close := "{ func() { ", " }() }"
 		if !inList(parent) {
 			open, close = "(func() { ", " })()" // a simple statement: an init, a for post
@@ -156,7 +175,7 @@ func (g *commaOKGuard) assign(st *ast.AssignStmt, stack []ast.Node) {
 		g.dropBlank(value, ok)
 		return
 	}
-	g.fixIndex(st, ix, value.(*ast.Ident), ok.(*ast.Ident), stack)
+	g.fixIndex(st, ix, value, ok, stack)
 }
 
 // varDecl handles `var v, ok = m[k]` and `var x, ok = i.(T)` (each such
@@ -193,14 +212,23 @@ func (g *commaOKGuard) dropBlank(value, blank ast.Expr) {
 	g.edits = append(g.edits, edit{g.off(value.End()), g.off(blank.End()), g.at(blank.End())})
 }
 
-// fixIndex adds `if !ok { v = m[k] }` after the define st, with m and k
-// bound to variables first where evaluating them again may differ.
-func (g *commaOKGuard) fixIndex(st ast.Stmt, ix *ast.IndexExpr, value, ok *ast.Ident, stack []ast.Node) {
+// fixIndex adds `if !ok { v = m[k] }` after st, with m and k bound to
+// variables first where evaluating them again may differ, and reports
+// whether it could (see fix).
+func (g *commaOKGuard) fixIndex(st ast.Stmt, ix *ast.IndexExpr, value, ok ast.Expr, stack []ast.Node) bool {
 	if hasFuncLit(ix.X) || hasFuncLit(ix.Index) {
-		return
+		return false
 	}
-	g.fix(st, value, ok, ix, stack, func() string {
-		names := []*ast.Ident{value, ok}
+	return g.fix(st, value, ok, ix, stack, func() string {
+		var names []string // the variables st sets, or that its left side names
+		for _, e := range []ast.Expr{value, ok} {
+			ast.Inspect(e, func(n ast.Node) bool {
+				if id, isIdent := n.(*ast.Ident); isIdent {
+					names = append(names, id.Name)
+				}
+				return true
+			})
+		}
 		operand := func(e ast.Expr, prefix string) string {
 			if !mayDiffer(e, names) {
 				return g.text(e)
@@ -220,9 +248,9 @@ func (g *commaOKGuard) fixIndex(st ast.Stmt, ix *ast.IndexExpr, value, ok *ast.I
 // statement list, or,
 // st being an if, switch or for statement's init, moves st with it into a
 // block around that statement. zero may bind variables before st (g.bind).
-// Left as it is: st elsewhere (a for post), or the init of a labeled for
-// or switch.
-func (g *commaOKGuard) fix(st ast.Stmt, value, ok, rhs ast.Expr, stack []ast.Node, zero func() string) {
+// It reports false, changing nothing, for st elsewhere (a for post) or the
+// init of a labeled for or switch.
+func (g *commaOKGuard) fix(st ast.Stmt, value, ok, rhs ast.Expr, stack []ast.Node, zero func() string) bool {
 	parent := stack[len(stack)-1]
 	var kw string // the statement whose init st is
 	var next token.Pos
@@ -247,14 +275,14 @@ func (g *commaOKGuard) fix(st ast.Stmt, value, ok, rhs ast.Expr, stack []ast.Nod
 		}
 	default:
 		if !inList(parent) {
-			return
+			return false
 		}
 	}
 	if kw != "" && init != st {
-		return
+		return false
 	}
 	if _, labeled := stack[len(stack)-2].(*ast.LabeledStmt); labeled && kw != "" && kw != "if" {
-		return // the label would move off the statement its break or continue names
+		return false // the label would move off the statement its break or continue names
 	}
 	g.bind = ""
 	fix := g.at(rhs.Pos()) + "if !" + g.text(ok) + " { " + g.text(value) + " = " + zero() + " }"
@@ -263,13 +291,14 @@ func (g *commaOKGuard) fix(st ast.Stmt, value, ok, rhs ast.Expr, stack []ast.Nod
 			g.edits = append(g.edits, insert(g.off(st.Pos()), g.bind+g.at(st.Pos())))
 		}
 		g.edits = append(g.edits, insert(g.off(st.End()), "; "+fix+g.at(st.End())))
-		return
+		return true
 	}
 	g.edits = append(g.edits,
 		edit{g.off(parent.Pos()), g.off(parent.Pos()) + len(strings.Fields(kw)[0]), "{"},
 		insert(g.off(st.Pos()), g.bind+g.at(st.Pos())),
 		edit{g.off(st.End()), g.off(next), "; " + fix + "; " + g.at(parent.Pos()) + kw + " ; " + g.at(next)},
 		insert(g.off(parent.End()), " }"+g.at(parent.End())))
+	return true
 }
 
 // zeroSafe reports whether yaegi can assign *new(t): not when t is an
@@ -453,7 +482,7 @@ func inList(p ast.Node) bool {
 // mayDiffer reports whether evaluating e again may give another value: it
 // holds a call (conversions included: they cannot be told apart) or a
 // receive, or names one of the variables the statement sets.
-func mayDiffer(e ast.Expr, names []*ast.Ident) bool {
+func mayDiffer(e ast.Expr, names []string) bool {
 	differ := false
 	ast.Inspect(e, func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -462,9 +491,7 @@ func mayDiffer(e ast.Expr, names []*ast.Ident) bool {
 		case *ast.UnaryExpr:
 			differ = differ || n.Op == token.ARROW
 		case *ast.Ident:
-			for _, v := range names {
-				differ = differ || n.Name == v.Name
-			}
+			differ = differ || slices.Contains(names, n.Name)
 		}
 		return !differ
 	})

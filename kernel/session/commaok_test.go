@@ -91,6 +91,10 @@ func TestCommaOKMissingKey(t *testing.T) {
 			"1 int true\n0 int false\n"},
 		{"assert redeclared", "fmt.Println(assertRedeclared(\"s\"))",
 			"0 false\n"},
+		{"assign with a call on the left", "a := []int{7, 7}\nidx := func() int { return 1 }\nvar found bool\nfor _, k := range keys {\n\ta[idx()], found = m[k]\n\tfmt.Println(a, found)\n}",
+			"[7 1] true\n[7 0] false\n"},
+		{"assign to the key", "mk := map[string]string{\"a\": \"b\"}\nk := \"a\"\nvar found bool\nfor i := 0; i < 2; i++ {\n\tk, found = mk[k]\n\tfmt.Printf(\"%q %v\\n\", k, found)\n}",
+			"\"b\" true\n\"\" false\n"},
 	} {
 		r := exec(t, s, 4+i, tc.code)
 		mustOK(t, r)
@@ -204,9 +208,11 @@ func TestGuardCommaOK(t *testing.T) {
 		{"for { v, ok := m[k]; _, _ = v, ok }", []string{"v, ok := m[k]; /*line cell:10001:16*/if !ok { v = m[k] }/*line cell:10001:20*/;"}},
 		{"for { var v, ok = m[k]; _, _ = v, ok }", []string{"var v, ok = m[k]; /*line cell:10001:19*/if !ok { v = m[k] }"}},
 		{"for { v, _ := m[k]; _ = v }", []string{"v/*line cell:10001:11*/ := m[k]"}},
-		{"v, ok = m[k]", []string{"{ func() { __ragenV, __ragenOK := /*line cell:10001:9*/m[k]; /*line cell:10001:1*/v, /*line cell:10001:4*/ok = __ragenV, __ragenOK }() }/*line cell:10001:13*/"}},
+		{"v, ok = m[k]", []string{"v, ok = m[k]; /*line cell:10001:9*/if !ok { v = m[k] }/*line cell:10001:13*/"}},
+		{"v, ok = m[v]", []string{"__ragenK1 := /*line cell:10001:11*/v; /*line cell:10001:1*/v, ok = m[__ragenK1/*line cell:10001:12*/]", "if !ok { v = m[__ragenK1] }"}},
+		{"a[f()], ok = m[k]", []string{"{ func() { __ragenV, __ragenOK := /*line cell:10001:14*/m[k]; /*line cell:10001:1*/a[f()], /*line cell:10001:9*/ok = __ragenV, __ragenOK }() }/*line cell:10001:18*/"}},
 		{"v, _ = m[k]", []string{"v/*line cell:10001:5*/ = m[k]"}},
-		{"if v, ok = m[k]; ok {}", []string{"if (func() { __ragenV, __ragenOK := "}},
+		{"if v, ok = m[k]; ok {}", []string{"{ /*line cell:10001:4*/v, ok = m[k]; /*line cell:10001:12*/if !ok { v = m[k] }; /*line cell:10001:1*/if ; /*line cell:10001:18*/ok {} }/*line cell:10001:23*/"}},
 		{"for ; ; v, ok = m[k] {}", []string{"for ; ; (func() { __ragenV, __ragenOK := "}},
 		{"for { if v, ok := m[k]; ok { _ = v } }", []string{"for { { /*line cell:10001:10*/v, ok := m[k]; /*line cell:10001:19*/if !ok { v = m[k] }; /*line cell:10001:7*/if ; /*line cell:10001:25*/ok { _ = v } }/*line cell:10001:37*/ }"}},
 		{"for { for v, ok := m[k]; ; { _, _ = v, ok } }", []string{"for ; ; /*line cell:10001:"}},

@@ -19,6 +19,8 @@
 //     runs inside a function, once, and the global is declared with the
 //     values' types through compiled getters;
 //   - goguard.go makes goroutines started by cell code recover their panics;
+//     commaok.go rewrites the comma-ok map indexes and type assertions
+//     whose value yaegi would leave stale on a miss;
 //   - capture.go captures fds 1 and 2 (dup2 onto pipes) for the duration of
 //     the cell and streams the output, batched, to Output.Stream;
 //   - the last bare expression becomes the Result, rendered through the

@@ -34,7 +34,7 @@ const recoverDecl = `func ` + recoverFunc + `(at string) {
 var goSeq atomic.Int64
 
 // guard rewrites a cell's chunk, a complete file as compiled and parsed
-// into f, before it is compiled: the comma-ok map indexes yaegi would
+// into f, before it is compiled: the comma-ok statements yaegi would
 // leave stale (guardCommaOK, commaok.go), the top-level statements that
 // need a function scope (guardScope, scopeguard.go), its go statements
 // (guardGo) and its make calls (guardMake, makeguard.go). It is a
