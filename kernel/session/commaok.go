@@ -19,8 +19,9 @@ import (
 //   - the statement assigns (`v, ok = m[k]`), anywhere;
 //   - a define runs again in the same frame: in a loop, or in a function
 //     with a goto;
-//   - a define redeclares v (`v := 5; v, ok := m[k]`, a name declared
-//     before in the same block, or a parameter in a function's body).
+//   - a define redeclares v (`v := 5; v, ok := m[k]`: a name declared
+//     before in the same block, a parameter in a function's body, a type
+//     switch's variable in its clauses).
 //
 // A define among a cell's top-level statements is none of these: a global
 // defined so is typed by running the define inside a function (globals.go),
@@ -358,10 +359,11 @@ func (g *commaOKGuard) stale(st ast.Stmt, value *ast.Ident, stack []ast.Node) bo
 	if g.hasGoto(fn) {
 		return true
 	}
-	parent := stack[len(stack)-1]
-	if l, ok := parent.(*ast.LabeledStmt); ok && len(stack) >= 2 {
-		parent, st = stack[len(stack)-2], l
+	pi := len(stack) - 1 // parent's index
+	if l, ok := stack[pi].(*ast.LabeledStmt); ok {
+		pi, st = pi-1, l
 	}
+	parent := stack[pi]
 	if g.main != nil && parent == g.main.Body {
 		return false
 	}
@@ -380,6 +382,12 @@ func (g *commaOKGuard) stale(st ast.Stmt, value *ast.Ident, stack []ast.Node) bo
 		}
 	case *ast.CaseClause:
 		list = p.Body
+		if ts, ok := stack[pi-2].(*ast.TypeSwitchStmt); ok {
+			// `switch v := x.(type)` declares v in each clause's block.
+			if a, ok := ts.Assign.(*ast.AssignStmt); ok && a.Lhs[0].(*ast.Ident).Name == value.Name {
+				return true
+			}
+		}
 	case *ast.CommClause:
 		list = p.Body
 	}

@@ -95,6 +95,8 @@ func TestCommaOKMissingKey(t *testing.T) {
 			"[7 1] true\n[7 0] false\n"},
 		{"assign to the key", "mk := map[string]string{\"a\": \"b\"}\nk := \"a\"\nvar found bool\nfor i := 0; i < 2; i++ {\n\tk, found = mk[k]\n\tfmt.Printf(\"%q %v\\n\", k, found)\n}",
 			"\"b\" true\n\"\" false\n"},
+		{"type switch variable redeclared", "var iv any = 5\nswitch v := iv.(type) {\ncase int:\n\tv, ok := m[\"b\"]\n\tfmt.Println(v, ok)\ncase string:\n}",
+			"0 false\n"},
 	} {
 		r := exec(t, s, 4+i, tc.code)
 		mustOK(t, r)
