@@ -139,7 +139,7 @@ func (g *commaOKGuard) assign(st *ast.AssignStmt, stack []ast.Node) {
 	if ta, isAssert := rhs.(*ast.TypeAssertExpr); isAssert {
 		switch {
 		case isBlank(ok) || !zeroSafe(ta.Type):
-		case st.Tok == token.ASSIGN && !mayDiffer(value, nil) && !mayDiffer(ok, nil),
+		case st.Tok == token.ASSIGN && !mayDiffer(value, nil) && !mayDiffer(ok, nil) && !hasFuncLit(value) && !hasFuncLit(ok),
 			st.Tok == token.DEFINE && g.stale(st, value.(*ast.Ident), stack):
 			g.fix(st, value, ok, ta, stack, func() string { return "*new(" + g.text(ta.Type) + ")" })
 		}
