@@ -261,3 +261,17 @@ func TestGuardCommaOK(t *testing.T) {
 		t.Errorf("declaration chunk rewritten as\n%s", got)
 	}
 }
+
+// TestCommaOKTopLevelQuiet: a top-level comma-ok index of a map, which
+// yaegi fails to type as a global with log.Panic("nil type") before
+// globals.go runs it another way, prints nothing but the cell's own
+// output (the logger's line was in the cell's stderr, twice).
+func TestCommaOKTopLevelQuiet(t *testing.T) {
+	s := newSession(t)
+	mustOK(t, exec(t, s, 1, "import \"fmt\"\nm := map[string]int{\"a\": 1}"))
+	r := exec(t, s, 2, "v, ok := m[\"b\"]\nfmt.Println(v, ok)")
+	mustOK(t, r)
+	if r.stdout != "0 false\n" || r.stderr != "" {
+		t.Errorf("stdout %q, stderr %q; want \"0 false\\n\" and nothing", r.stdout, r.stderr)
+	}
+}

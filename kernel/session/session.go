@@ -1,10 +1,13 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"go/ast"
 	"go/token"
+	"io"
+	"log"
 	"os"
 	"path"
 	"reflect"
@@ -460,15 +463,34 @@ func (s *Session) compileRun(ctx context.Context, n ast.Node) (reflect.Value, er
 
 // compile compiles an AST. yaegi's compiler sometimes panics on code it
 // does not support (e.g. panic(...) used as a value); that is a compile
-// error too.
+// error too. Some of those panics are log.Panic("nil type") (a global it
+// cannot type, which globals.go then runs another way), which first
+// prints the message through the standard logger into the cell's stderr:
+// while compiling, that line is dropped (quietCompileLog).
 func (s *Session) compile(n ast.Node) (prog *interp.Program, err error) {
+	prev := log.Writer()
+	log.SetOutput(quietCompileLog{prev})
 	defer func() {
+		log.SetOutput(prev)
 		s.forgetCompiled()
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
 	return s.in.CompileAST(n)
+}
+
+// quietCompileLog is the standard logger's output while yaegi compiles:
+// it passes every line on but yaegi's own "nil type" (with the logger's
+// date prefix or none), a compiler panic whose error the session reports
+// or recovers from. The logger writes one line per call.
+type quietCompileLog struct{ w io.Writer }
+
+func (q quietCompileLog) Write(p []byte) (int, error) {
+	if line := bytes.TrimSuffix(p, []byte("\n")); bytes.Equal(line, []byte("nil type")) || bytes.HasSuffix(line, []byte(" nil type")) {
+		return len(p), nil
+	}
+	return q.w.Write(p)
 }
 
 // The result of a cell is its last bare expression E. Which display form E
