@@ -352,7 +352,8 @@ func BenchmarkLoadPretrained(b *testing.B) {
 // values (a trained adapter, not the fresh one that computes the base): 16
 // sequences of a 128-token prompt and 128 sampled tokens, twice, as two
 // rollouts of a run (decodeOnce's metrics, suffix _2nd for the second),
-// and the process's peak memory. One process per run:
+// the process's peak memory and what the policy holds after them
+// (live_GB). One process per run:
 //
 //	RAGEN_HF_DIR=/tmp/qwen05b go test ./engine/hf -run '^$' -bench DecodeLoRA -benchtime 1x
 func BenchmarkDecodeLoRA(b *testing.B) {
@@ -383,5 +384,6 @@ func BenchmarkDecodeLoRA(b *testing.B) {
 		decodeOnce(b, a, "")
 		decodeOnce(b, a, "_2nd")
 	}
-	reportMemory(b)
+	reportMemory(b) // live_GB: the base, what it keeps for decoding, the adapters
+	runtime.KeepAlive(a)
 }
