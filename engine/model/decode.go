@@ -182,7 +182,9 @@ func (m *Model) newProducts() (*products, error) {
 // multiplies by the same panels instead of packing the base again (on
 // Qwen2.5-0.5B 1 GB of bf16 panels, seconds of packing, and fresh memory
 // each time). The base's weights never change while it has adapters;
-// Refresh and release, which follow a change, drop the panels.
+// Refresh and release, which follow a change, drop the panels. Like the
+// rest of a Model, not safe for concurrent use: make the decoders of one
+// base's adapter models one at a time.
 func (m *Model) basePanels() (*products, error) {
 	if m.panels == nil {
 		p, err := m.newProducts()
