@@ -157,63 +157,13 @@ func BenchmarkQwen05B(b *testing.B) {
 		}
 		reportMemory(b)
 	})
-	// decodeOnce makes a decoder, prefills 16 prompts of 128 tokens and
-	// samples 128 tokens each, and reports its phases under the names
-	// given the suffix.
-	decodeOnce := func(b *testing.B, suffix string) {
-		const B, prompt, gen = 16, 128, 128
-		rng := rand.New(rand.NewPCG(9, 9))
-		cpu0 := cpuTime()
-		start := time.Now()
-		d, err := m.NewDecoder()
-		if err != nil {
-			b.Fatal(err)
-		}
-		pack := time.Since(start)
-		ids, prompts := make([]int, B), make([][]int, B)
-		reqs := make([]model.Request, B)
-		for s := range ids {
-			ids[s] = s
-			for range prompt {
-				prompts[s] = append(prompts[s], rng.IntN(c.VocabSize))
-			}
-			reqs[s] = model.Request{ID: s, RNG: sample.NewRNG(uint64(s))}
-		}
-		t := time.Now()
-		logits, err := d.Append(ids, prompts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var smp sample.Sampler
-		for s := range reqs { // the first token, as Generate samples it
-			reqs[s].Prompt = []int{smp.Sample(logits[s*c.VocabSize:(s+1)*c.VocabSize], sample.Options{Temperature: 1}, reqs[s].RNG)}
-		}
-		prefill := time.Since(t)
-		t = time.Now()
-		out, err := d.Generate(reqs, model.GenerateOptions{Sample: sample.Options{Temperature: 1}, MaxNew: gen - 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		steps := time.Since(t)
-		n := B
-		for _, o := range out {
-			n += len(o)
-		}
-		d.Close()
-		total := time.Since(start).Seconds()
-		b.ReportMetric(pack.Seconds(), "pack_s"+suffix)
-		b.ReportMetric(prefill.Seconds(), "prefill_s"+suffix)
-		b.ReportMetric(steps.Seconds()/(gen-1)*1e3, "ms/step"+suffix)
-		b.ReportMetric(float64(n)/total, "tok/s"+suffix)
-		b.ReportMetric(cpuTime()-cpu0, "cpu_s"+suffix)
-	}
 	// decode runs two decoders one after the other: the first packs its
 	// weights into fresh memory, the second into the first's freed panels,
 	// as the rollouts of a training run after the first do.
 	decode := func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			decodeOnce(b, "")
-			decodeOnce(b, "_2nd")
+			decodeOnce(b, m, "")
+			decodeOnce(b, m, "_2nd")
 		}
 		reportMemory(b)
 	}
@@ -274,6 +224,58 @@ func BenchmarkQwen05B(b *testing.B) {
 		loraStep(b, B, prompt+gen, false)
 	})
 	b.Run("lora-long", func(b *testing.B) { loraStep(b, 4, 512, true) })
+}
+
+// decodeOnce makes a decoder of m, prefills 16 prompts of 128 tokens and
+// samples 128 tokens each, and reports its phases under the names given
+// the suffix.
+func decodeOnce(b *testing.B, m *model.Model, suffix string) {
+	c := m.Config
+	const B, prompt, gen = 16, 128, 128
+	rng := rand.New(rand.NewPCG(9, 9))
+	cpu0 := cpuTime()
+	start := time.Now()
+	d, err := m.NewDecoder()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pack := time.Since(start)
+	ids, prompts := make([]int, B), make([][]int, B)
+	reqs := make([]model.Request, B)
+	for s := range ids {
+		ids[s] = s
+		for range prompt {
+			prompts[s] = append(prompts[s], rng.IntN(c.VocabSize))
+		}
+		reqs[s] = model.Request{ID: s, RNG: sample.NewRNG(uint64(s))}
+	}
+	t := time.Now()
+	logits, err := d.Append(ids, prompts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var smp sample.Sampler
+	for s := range reqs { // the first token, as Generate samples it
+		reqs[s].Prompt = []int{smp.Sample(logits[s*c.VocabSize:(s+1)*c.VocabSize], sample.Options{Temperature: 1}, reqs[s].RNG)}
+	}
+	prefill := time.Since(t)
+	t = time.Now()
+	out, err := d.Generate(reqs, model.GenerateOptions{Sample: sample.Options{Temperature: 1}, MaxNew: gen - 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	steps := time.Since(t)
+	n := B
+	for _, o := range out {
+		n += len(o)
+	}
+	d.Close()
+	total := time.Since(start).Seconds()
+	b.ReportMetric(pack.Seconds(), "pack_s"+suffix)
+	b.ReportMetric(prefill.Seconds(), "prefill_s"+suffix)
+	b.ReportMetric(steps.Seconds()/(gen-1)*1e3, "ms/step"+suffix)
+	b.ReportMetric(float64(n)/total, "tok/s"+suffix)
+	b.ReportMetric(cpuTime()-cpu0, "cpu_s"+suffix)
 }
 
 // cpuTime is the process's user + system CPU time in seconds: on a machine
@@ -341,4 +343,47 @@ func BenchmarkLoadPretrained(b *testing.B) {
 			reportMemory(b)
 		})
 	}
+}
+
+// BenchmarkDecodeLoRA decodes with a policy of rank-16 LoRA adapters on
+// every linear layer of the Hugging Face directory named by RAGEN_HF_DIR,
+// loaded frozen as ragen train -pretrained DIR -lora-rank 16 loads it (a
+// bf16 checkpoint: the base is bf16 only), its B set to small random
+// values (a trained adapter, not the fresh one that computes the base): 16
+// sequences of a 128-token prompt and 128 sampled tokens, twice, as two
+// rollouts of a run (decodeOnce's metrics, suffix _2nd for the second),
+// the process's peak memory and what the policy holds after them
+// (live_GB). One process per run:
+//
+//	RAGEN_HF_DIR=/tmp/qwen05b go test ./engine/hf -run '^$' -bench DecodeLoRA -benchtime 1x
+func BenchmarkDecodeLoRA(b *testing.B) {
+	dir := os.Getenv("RAGEN_HF_DIR")
+	if dir == "" {
+		b.Skip("set RAGEN_HF_DIR to a Hugging Face model directory (go run ./scripts/randomhf DIR)")
+	}
+	base, _, _, err := Load(dir, Options{Frozen: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := base.WithLoRA(model.LoRA{Rank: 16, Alpha: 32, Targets: []string{"all-linear"}}, false, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, v := range a.Layout.Views {
+		if x := a.Params.Slice(v.Name); len(v.Shape) == 2 && v.Shape[1] == 16 { // a B [out, r]
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * 0.01)
+			}
+		}
+	}
+	if err := a.Upload(); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		decodeOnce(b, a, "")
+		decodeOnce(b, a, "_2nd")
+	}
+	reportMemory(b) // live_GB: the base, what it keeps for decoding, the adapters
+	runtime.KeepAlive(a)
 }

@@ -83,8 +83,8 @@ func decodeTrace(t *testing.T, m *Model) (logits []float32, tokens []int) {
 // model's weights as bf16 panels (half the bytes) computes the very
 // floats of one that multiplies the float32 weights: every logit of a
 // multi-turn decode, and so every sampled token, bit for bit. Also for
-// the frozen base of LoRA adapters (the folded modules are not bf16 and
-// stay float32; the head is bf16) and at BF16 precision, where the
+// a LoRA policy (the frozen base's bf16 panels, kept by the base, with
+// the adapters' products beside them) and at BF16 precision, where the
 // model's bf16 copy is two bytes a value.
 func TestDecoderBF16StorageBitEqual(t *testing.T) {
 	c := Tiny()
@@ -107,7 +107,7 @@ func TestDecoderBF16StorageBitEqual(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					for _, v := range a.Layout.Views { // B ≠ 0: the folded weights differ from the base
+					for _, v := range a.Layout.Views { // B ≠ 0: the adapters change the products
 						x := a.Params.Slice(v.Name)
 						for j := range x {
 							x[j] = float32(0.05 * math.Sin(float64(j+v.Offset)))

@@ -29,20 +29,26 @@ import (
 // On the CPU the packed weights are bf16 — half the bytes a step reads —
 // wherever every value is one (a model loaded from bf16 safetensors, its
 // frozen base under adapters, a model at BF16 precision), with the same
-// products (decision 44). A Decoder therefore keeps using the parameters the Model had when
-// NewDecoder ran: make a new one after the parameters change (a rollout
-// makes one per call), and Close it when done. Not safe for concurrent
-// use.
+// products (decision 44). A model with adapters decodes as Forward
+// computes it, the adapters unfolded — y = x·Wᵀ + s·(x·Aᵀ)·Bᵀ, the
+// adapter's two products on the step's few rows — over its frozen base's
+// products, which on a Packer are packed once, by the first such Decoder,
+// and kept by the base for every later one (decision 51a). A Decoder
+// therefore keeps using the parameters the Model had when NewDecoder ran:
+// make a new one after the parameters change (a rollout makes one per
+// call), and Close it when done. Not safe for concurrent use.
 type Decoder struct {
 	m     *Model
 	cache backend.KVCache
 	seqs  map[int]*cacheSeq
 	used  []bool // slot s holds a sequence
 
-	// The products: per layer q|k|v, o, gate|up, down, then the LM head.
-	layers []decodeLayer
-	lmHead product
-	merged []backend.Buffer // weights with their adapters folded in
+	// prod are the products' weights: the decoder's own, or (shared) those
+	// its model's frozen base keeps for all its decoders (basePanels),
+	// which Close leaves alone.
+	prod    *products
+	shared  bool
+	qkvBias []backend.Buffer // per layer [C+2·KV]; nil without attention_bias
 
 	// Scratch for one Append, grown to the largest step and reused.
 	x, ln, rstd, tmp      backend.Buffer // [N, d], rstd [N]
@@ -50,16 +56,21 @@ type Decoder struct {
 	attOut                backend.Buffer // [N, C]
 	gateUp                backend.Buffer // [N, 2·I]: gate | up of each row
 	hid                   backend.Buffer // [N, I]
+	t                     backend.Buffer // [N, r]: an adapter's x·Aᵀ
 	last, lastLn, lastStd backend.Buffer // [B, d], [B]
 	logits                backend.Buffer // [B, V]
 	host                  []float32      // Append's logits, downloaded off the CPU
 }
 
-// decodeLayer is one block's products and the q|k|v bias.
-type decodeLayer struct {
-	qkv, o, gateUp, down product
-	qkvBias              backend.Buffer // [C+2·KV]; nil without attention_bias
+// products are the weights a decoding step multiplies by: per layer
+// q|k|v, o, gate|up and down, then the LM head.
+type products struct {
+	layers []layerProducts
+	lmHead product
 }
+
+// layerProducts are one block's products.
+type layerProducts struct{ qkv, o, gateUp, down product }
 
 // product is linear layers sharing their input, computed side by side:
 // packed once, or the weights themselves (views of the parameters or of
@@ -86,195 +97,120 @@ func (m *Model) NewDecoder() (*Decoder, error) {
 		return nil, errors.New("decoder: the model has no LM head (lm_head: false)")
 	}
 	b := m.b
-	dm, C, KV, I := c.HiddenSize, c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim(), c.IntermediateSize
+	C, KV := c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim()
 	cache, err := b.NewKVCache(c.NumLayers, c.NumKVHeads, c.HeadDim(), c.MaxPositions)
 	if err != nil {
 		return nil, fmt.Errorf("decoder: %w", err)
 	}
-	d := &Decoder{m: m, cache: cache, seqs: map[int]*cacheSeq{}, layers: make([]decodeLayer, c.NumLayers)}
-	mw := m.mat()
-	var all []*product
-	for l := range d.layers {
-		w, mm, dl := &m.p.layers[l], &mw.layers[l], &d.layers[l]
-		// wt is module mod's weight in a product with the modules of
-		// group: at F32 a frozen base's bf16 matrix is widened when
-		// another module of its group has an adapter folded in (a
-		// float32 weight), so the group's weights are of one kind.
-		wt := func(mod module, group ...module) backend.Buffer {
-			if err == nil {
-				widen := false
-				for _, g := range group {
-					widen = widen || m.half == nil && m.adapterAt(l, g) != nil
-				}
-				var x backend.Buffer
-				x, err = d.fold(l, mod, mm.module(mod), w.module(mod), widen)
-				return x
-			}
-			return nil
-		}
-		qkv, gateUp := []module{modQ, modK, modV}, []module{modGate, modUp}
-		dl.qkv = product{outs: []int{C, KV, KV}, in: dm}
-		dl.gateUp = product{outs: []int{I, I}, in: dm}
-		if _, ok := b.(backend.Packer); ok {
-			d.fuse(&dl.qkv, l, mm.qkv, qkv...)
-			d.fuse(&dl.gateUp, l, mm.gateUp, gateUp...)
-			if err == nil {
-				err = d.foldGroup(&dl.qkv, l, qkv...)
-			}
-			if err == nil {
-				err = d.foldGroup(&dl.gateUp, l, gateUp...)
-			}
-		}
-		if dl.qkv.weights == nil {
-			dl.qkv.weights = []backend.Buffer{wt(modQ, qkv...), wt(modK, qkv...), wt(modV, qkv...)}
-		}
-		if dl.gateUp.weights == nil {
-			dl.gateUp.weights = []backend.Buffer{wt(modGate, gateUp...), wt(modUp, gateUp...)}
-		}
-		dl.o = product{weights: []backend.Buffer{wt(modO)}, outs: []int{dm}, in: C}
-		dl.down = product{weights: []backend.Buffer{wt(modDown)}, outs: []int{dm}, in: I}
-		if err != nil {
-			d.Close()
-			return nil, fmt.Errorf("decoder: %w", err)
-		}
-		if w.qb != nil {
-			if dl.qkvBias, err = b.Alloc(C + 2*KV); err != nil {
-				d.Close()
-				return nil, fmt.Errorf("decoder: %w", err)
-			}
-			b.Copy(b.Slice(dl.qkvBias, 0, C), w.qb, C)
-			b.Copy(b.Slice(dl.qkvBias, C, KV), w.kb, KV)
-			b.Copy(b.Slice(dl.qkvBias, C+KV, KV), w.vb, KV)
-		}
-		all = append(all, &dl.qkv, &dl.o, &dl.gateUp, &dl.down)
+	d := &Decoder{m: m, cache: cache, seqs: map[int]*cacheSeq{}, qkvBias: make([]backend.Buffer, c.NumLayers)}
+	if _, ok := b.(backend.Packer); ok && m.base != nil {
+		d.prod, err = m.base.basePanels()
+		d.shared = err == nil
+	} else {
+		d.prod, err = m.newProducts()
 	}
-	d.lmHead = product{weights: []backend.Buffer{mw.lmHead}, outs: []int{c.VocabSize}, in: dm}
-	all = append(all, &d.lmHead)
-	if p, ok := b.(backend.Packer); ok {
-		groups := make([]backend.LinearGroup, len(all))
-		for i, x := range all {
-			groups[i] = backend.LinearGroup{Weights: x.weights, Outs: x.outs, In: x.in}
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("decoder: %w", err)
+	}
+	for l := range d.qkvBias {
+		w := &m.p.layers[l]
+		if w.qb == nil {
+			continue
 		}
-		packed, err := p.PackLinear(groups)
-		if err != nil {
+		if d.qkvBias[l], err = b.Alloc(C + 2*KV); err != nil {
 			d.Close()
 			return nil, fmt.Errorf("decoder: %w", err)
 		}
-		for i, x := range all {
-			x.packed = packed[i]
-		}
-		d.free(d.merged) // packed now
-		d.merged = nil
+		b.Copy(b.Slice(d.qkvBias[l], 0, C), w.qb, C)
+		b.Copy(b.Slice(d.qkvBias[l], C, KV), w.kb, KV)
+		b.Copy(b.Slice(d.qkvBias[l], C+KV, KV), w.vb, KV)
 	}
 	return d, b.Err()
 }
 
-// fold returns the weight the decoder multiplies by for module mod of
-// layer l: the model's (mat, as the products read it), or for an adapted
-// module a new one with the adapter folded in, W + s·B·A (rounded to bf16
-// at BF16), so that decoding costs no extra products. (The trainer's
-// log-probabilities come from Forward, which runs the adapters unfolded.)
-//
-// w32 is the float32 weight, or the bf16 one of a base holding its frozen
-// matrices as bf16 only, widened here (exact); widen asks for that copy
-// for a module without an adapter too.
-func (d *Decoder) fold(l int, mod module, mat, w32 backend.Buffer, widen bool) (backend.Buffer, error) {
-	m := d.m
-	ad := m.adapterAt(l, mod)
-	if ad == nil && !(widen && backend.IsBF16(w32)) {
-		return mat, nil
+// newProducts returns the products of m's weights as its products read
+// them (mat): packed on a backend.Packer, q|k|v and gate|up each packed
+// from their one view when the layout stores them back to back (see
+// layerWeights.qkv; no concatenated copy, which the products of a few rows
+// would keep reading); elsewhere the weights themselves, one Gemm each.
+// Of a model with adapters these are its base's weights: the adapters run
+// beside them (Decoder.adapt).
+func (m *Model) newProducts() (*products, error) {
+	c := m.Config
+	dm, C, KV, I := c.HiddenSize, c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim(), c.IntermediateSize
+	packer, isPacker := m.b.(backend.Packer)
+	mw := m.mat()
+	ps := &products{layers: make([]layerProducts, c.NumLayers)}
+	var all []*product
+	for l := range ps.layers {
+		mm, lp := &mw.layers[l], &ps.layers[l]
+		lp.qkv = product{weights: []backend.Buffer{mm.q, mm.k, mm.v}, outs: []int{C, KV, KV}, in: dm}
+		lp.gateUp = product{weights: []backend.Buffer{mm.gate, mm.up}, outs: []int{I, I}, in: dm}
+		if isPacker && mm.qkv != nil {
+			lp.qkv.weights, lp.qkv.outs = []backend.Buffer{mm.qkv}, []int{C + 2*KV}
+		}
+		if isPacker && mm.gateUp != nil {
+			lp.gateUp.weights, lp.gateUp.outs = []backend.Buffer{mm.gateUp}, []int{2 * I}
+		}
+		lp.o = product{weights: []backend.Buffer{mm.o}, outs: []int{dm}, in: C}
+		lp.down = product{weights: []backend.Buffer{mm.down}, outs: []int{dm}, in: I}
+		all = append(all, &lp.qkv, &lp.o, &lp.gateUp, &lp.down)
 	}
-	b, n := m.b, w32.Len()
-	w, err := b.Alloc(n)
+	ps.lmHead = product{weights: []backend.Buffer{mw.lmHead}, outs: []int{c.VocabSize}, in: dm}
+	all = append(all, &ps.lmHead)
+	if !isPacker {
+		return ps, nil
+	}
+	groups := make([]backend.LinearGroup, len(all))
+	for i, x := range all {
+		groups[i] = backend.LinearGroup{Weights: x.weights, Outs: x.outs, In: x.in}
+	}
+	packed, err := packer.PackLinear(groups)
 	if err != nil {
 		return nil, err
 	}
-	d.foldInto(w, l, mod, w32)
-	if ad != nil && m.half != nil {
-		h, err := b.AllocBF16(n)
+	for i, x := range all {
+		x.packed = packed[i]
+	}
+	return ps, nil
+}
+
+// basePanels returns the products of m, the frozen base of adapters,
+// packed for decoding: made by the first call and kept, so that every
+// decoder of its adapter models (a rollout's, at each training step)
+// multiplies by the same panels instead of packing the base again (on
+// Qwen2.5-0.5B 1 GB of bf16 panels, seconds of packing, and fresh memory
+// each time). The base's weights never change while it has adapters;
+// Refresh and release, which follow a change, drop the panels. Like the
+// rest of a Model, not safe for concurrent use: make the decoders of one
+// base's adapter models one at a time.
+func (m *Model) basePanels() (*products, error) {
+	if m.panels == nil {
+		p, err := m.newProducts()
 		if err != nil {
-			b.Free(w)
 			return nil, err
 		}
-		b.ToBF16(h, w, n)
-		b.Free(w)
-		w = h
+		m.panels = p
 	}
-	d.merged = append(d.merged, w)
-	return w, nil
+	return m.panels, nil
 }
 
-// foldInto writes into w (float32) module mod's weight of layer l with
-// its adapter, if any, folded in: w32 copied or widened (exact), then
-// w += s·B·A.
-func (d *Decoder) foldInto(w backend.Buffer, l int, mod module, w32 backend.Buffer) {
-	m := d.m
-	b, n := m.b, w32.Len()
-	if backend.IsBF16(w32) {
-		b.FromBF16(w, w32, n)
-	} else {
-		b.Copy(w, w32, n)
-	}
-	if ad := m.adapterAt(l, mod); ad != nil {
-		b.Gemm(false, false, ad.out, ad.in, m.lora.Rank, m.lora.Scale(), ad.b, m.lora.Rank, ad.a, ad.in, 1, w, ad.in)
-	}
-}
-
-// foldGroup makes p, the fused product of modules mods of layer l, read
-// one float32 buffer holding their weights back to back with their
-// adapters folded in, at F32 when some module of the group has one: the
-// matrix a Packer would otherwise concatenate from a folded copy of each
-// module (and keep for its products of a few rows), made without those
-// copies. p is left as it is otherwise.
-func (d *Decoder) foldGroup(p *product, l int, mods ...module) error {
-	m := d.m
-	adapted := false
-	for _, mod := range mods {
-		adapted = adapted || m.adapterAt(l, mod) != nil
-	}
-	if !adapted || m.half != nil {
-		return nil
-	}
-	n := 0
-	for _, o := range p.outs {
-		n += o
-	}
-	buf, err := m.b.Alloc(n * p.in)
-	if err != nil {
-		return err
-	}
-	d.merged = append(d.merged, buf)
-	off, w := 0, &m.p.layers[l]
-	for _, mod := range mods {
-		w32 := w.module(mod)
-		d.foldInto(m.b.Slice(buf, off, w32.Len()), l, mod, w32)
-		off += w32.Len()
-	}
-	p.weights, p.outs = []backend.Buffer{buf}, []int{n}
-	return nil
-}
-
-// fuse makes p, the product of modules mods of layer l, read their weights
-// as the one view whole (the weights stored back to back, see
-// layerWeights.qkv) when no adapter is folded into them: a Packer then
-// packs the group without first concatenating the weights into a copy
-// that its products of a few rows would keep reading (a second copy of
-// two thirds of a block's weights). The matrix is the same, so are the
-// products.
-func (d *Decoder) fuse(p *product, l int, whole backend.Buffer, mods ...module) {
-	if whole == nil {
+// free releases the packed buffers of ps (the weights are the model's).
+func (ps *products) free(b backend.Backend) {
+	if ps == nil {
 		return
 	}
-	for _, mod := range mods {
-		if d.m.adapterAt(l, mod) != nil {
-			return
+	for _, l := range ps.layers {
+		for _, p := range []backend.Buffer{l.qkv.packed, l.o.packed, l.gateUp.packed, l.down.packed} {
+			if p != nil {
+				b.Free(p)
+			}
 		}
 	}
-	n := 0
-	for _, o := range p.outs {
-		n += o
+	if ps.lmHead.packed != nil {
+		b.Free(ps.lmHead.packed)
 	}
-	p.weights, p.outs = []backend.Buffer{whole}, []int{n}
 }
 
 // free releases buffers of the decoder's backend.
@@ -307,16 +243,27 @@ func (d *Decoder) run(p *product, out, x backend.Buffer, N int) {
 	}
 }
 
-// Close releases the decoder's cache, packed weights and scratch.
+// adapt adds to the columns [off, off+out) of out ([N, ld]) layer l's
+// adapter of module mod, if it has one, as Forward does (adaptForward):
+// out += s·(x·Aᵀ)·Bᵀ, x being the module's input as its base product read
+// it.
+func (d *Decoder) adapt(l int, mod module, out backend.Buffer, off, ld int, x backend.Buffer, N int) {
+	if ad := d.m.adapterAt(l, mod); ad != nil {
+		d.m.adapt(ad, d.m.b.Slice(out, off, N*ld-off), ld, x, d.t, N)
+	}
+}
+
+// Close releases the decoder's cache, packed weights (unless its base
+// keeps them) and scratch.
 func (d *Decoder) Close() {
 	if d.m == nil {
 		return
 	}
-	bufs := []backend.Buffer{d.x, d.ln, d.rstd, d.tmp, d.qkv, d.attOut, d.gateUp, d.hid, d.last, d.lastLn, d.lastStd, d.logits, d.lmHead.packed}
-	for _, l := range d.layers {
-		bufs = append(bufs, l.qkv.packed, l.o.packed, l.gateUp.packed, l.down.packed, l.qkvBias)
+	if !d.shared {
+		d.prod.free(d.m.b)
 	}
-	d.free(append(bufs, d.merged...))
+	bufs := []backend.Buffer{d.x, d.ln, d.rstd, d.tmp, d.qkv, d.attOut, d.gateUp, d.hid, d.t, d.last, d.lastLn, d.lastStd, d.logits}
+	d.free(append(bufs, d.qkvBias...))
 	if d.cache != nil {
 		d.cache.Free()
 	}
@@ -442,30 +389,53 @@ func (d *Decoder) step(tokens []int, seqs []backend.DecodeSeq) error {
 	nH, nKV, hd := c.NumHeads, c.NumKVHeads, c.HeadDim()
 	C, KV, I := nH*hd, nKV*hd, c.IntermediateSize
 	eps := float32(c.RMSNormEps)
-	if err := m.grow(need{&d.x, N * dm}, need{&d.ln, N * dm}, need{&d.rstd, N}, need{&d.tmp, N * dm},
-		need{&d.qkv, N * (C + 2*KV)}, need{&d.attOut, N * C}, need{&d.gateUp, N * 2 * I}, need{&d.hid, N * I},
-		need{&d.last, B * dm}, need{&d.lastLn, B * dm}, need{&d.lastStd, B}, need{&d.logits, B * V}); err != nil {
+	needs := []need{{&d.x, N * dm}, {&d.ln, N * dm}, {&d.rstd, N}, {&d.tmp, N * dm},
+		{&d.qkv, N * (C + 2*KV)}, {&d.attOut, N * C}, {&d.gateUp, N * 2 * I}, {&d.hid, N * I},
+		{&d.last, B * dm}, {&d.lastLn, B * dm}, {&d.lastStd, B}, {&d.logits, B * V}}
+	if r := m.rank(); r > 0 {
+		needs = append(needs, need{&d.t, N * r})
+	}
+	if err := m.grow(needs...); err != nil {
 		return fmt.Errorf("decoder: %w", err)
 	}
-	if err := m.growHalf(N * max(dm, C, I)); err != nil {
+	if err := m.growHalf(N*max(dm, C, I), 0, N*m.rank()); err != nil {
 		return fmt.Errorf("decoder: %w", err)
 	}
 
 	b.EmbeddingForward(d.x, tokens, m.p.embed, N, dm)
-	for l := range d.layers {
-		w, dl := &m.p.layers[l], &d.layers[l]
+	ld := C + 2*KV
+	for l := range d.prod.layers {
+		w, lp := &m.p.layers[l], &d.prod.layers[l]
 		b.RMSNormForward(d.ln, d.rstd, d.x, w.inNorm, N, dm, eps)
-		// The bias is added in DecodeAttention, with the RoPE.
-		d.run(&dl.qkv, d.qkv, m.in(0, d.ln, N*dm), N)
-		b.DecodeAttention(d.attOut, d.qkv, dl.qkvBias, d.cache, l, seqs, m.cos, m.sin, nH, nKV, hd)
+		x := m.in(0, d.ln, N*dm)
+		d.run(&lp.qkv, d.qkv, x, N)
+		// The bias is added in DecodeAttention, with the RoPE; with an
+		// adapter on q, k or v first, as Forward adds it: x·Wᵀ + b, then
+		// the adapter.
+		bias := d.qkvBias[l]
+		if bias != nil && (m.adapterAt(l, modQ) != nil || m.adapterAt(l, modK) != nil || m.adapterAt(l, modV) != nil) {
+			b.AddBias(d.qkv, bias, N, ld)
+			bias = nil
+		}
+		d.adapt(l, modQ, d.qkv, 0, ld, x, N)
+		d.adapt(l, modK, d.qkv, C, ld, x, N)
+		d.adapt(l, modV, d.qkv, C+KV, ld, x, N)
+		b.DecodeAttention(d.attOut, d.qkv, bias, d.cache, l, seqs, m.cos, m.sin, nH, nKV, hd)
 		// x = o(attOut) + x; x = down(silu(gate(ln))·up(ln)) + x, the
 		// residual sums in Forward's order.
-		d.run(&dl.o, d.tmp, m.in(0, d.attOut, N*C), N)
+		x = m.in(0, d.attOut, N*C)
+		d.run(&lp.o, d.tmp, x, N)
+		d.adapt(l, modO, d.tmp, 0, dm, x, N)
 		b.Add(d.x, d.tmp, d.x, N*dm)
 		b.RMSNormForward(d.ln, d.rstd, d.x, w.postNorm, N, dm, eps)
-		d.run(&dl.gateUp, d.gateUp, m.in(0, d.ln, N*dm), N)
+		x = m.in(0, d.ln, N*dm)
+		d.run(&lp.gateUp, d.gateUp, x, N)
+		d.adapt(l, modGate, d.gateUp, 0, 2*I, x, N)
+		d.adapt(l, modUp, d.gateUp, I, 2*I, x, N)
 		b.SwiGLURows(d.hid, d.gateUp, N, I)
-		d.run(&dl.down, d.tmp, m.in(0, d.hid, N*I), N)
+		x = m.in(0, d.hid, N*I)
+		d.run(&lp.down, d.tmp, x, N)
+		d.adapt(l, modDown, d.tmp, 0, dm, x, N)
 		b.Add(d.x, d.tmp, d.x, N*dm)
 	}
 	// Only each sequence's last row predicts a token we need: gather them
@@ -478,6 +448,6 @@ func (d *Decoder) step(tokens []int, seqs []backend.DecodeSeq) error {
 	}
 	b.EmbeddingForward(d.last, last, d.x, B, dm)
 	b.RMSNormForward(d.lastLn, d.lastStd, d.last, m.p.norm, B, dm, eps)
-	d.run(&d.lmHead, d.logits, m.in(0, d.lastLn, B*dm), B)
+	d.run(&d.prod.lmHead, d.logits, m.in(0, d.lastLn, B*dm), B)
 	return b.Err()
 }

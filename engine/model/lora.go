@@ -407,17 +407,26 @@ func (m *Model) adaptForward(ad *adapter, out, x backend.Buffer, N int) error {
 	if ad == nil {
 		return nil
 	}
-	r := m.lora.Rank
-	if err := m.grow(need{&ad.t, N * r}); err != nil {
+	if err := m.grow(need{&ad.t, N * m.lora.Rank}); err != nil {
 		return err
 	}
+	m.adapt(ad, out, ad.out, x, ad.t, N)
+	return nil
+}
+
+// adapt adds the adapter's output to out ([N, ad.out] with row stride ldc),
+// x being the layer's input as the base product read it (rounded at
+// BF16): t = x·Aᵀ into t ([N, r]), then out += s·t·Bᵀ with t rounded at
+// BF16 — Forward's adapter (adaptForward) and a decoding step's
+// (Decoder.adapt), the same products.
+func (m *Model) adapt(ad *adapter, out backend.Buffer, ldc int, x, t backend.Buffer, N int) {
+	r := m.lora.Rank
 	a, b := ad.a, ad.b
 	if m.half != nil {
 		a, b = ad.ha, ad.hb
 	}
-	m.gemm(false, true, N, r, ad.in, 1, x, ad.in, a, ad.in, 0, ad.t, r)
-	m.gemm(false, true, N, ad.out, r, m.lora.Scale(), m.in(2, ad.t, N*r), r, b, r, 1, out, ad.out)
-	return nil
+	m.gemm(false, true, N, r, ad.in, 1, x, ad.in, a, ad.in, 0, t, r)
+	m.gemm(false, true, N, ad.out, r, m.lora.Scale(), m.in(2, t, N*r), r, b, r, 1, out, ldc)
 }
 
 // adaptBackward accumulates the adapter's gradients and its part of dinp

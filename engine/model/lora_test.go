@@ -128,8 +128,8 @@ func TestLoRAStartsAtBase(t *testing.T) {
 	}
 }
 
-// The decoder folds the adapters into its weights: its logits match the
-// adapter model's forward; the merged model computes the same; and an
+// The decoder runs the adapters unfolded over the base's products: its
+// logits match the adapter model's forward; the merged model computes the same; and an
 // adapter saved in PEFT's format loads back to the same numbers.
 func TestLoRADecodeMergeSaveLoad(t *testing.T) {
 	base, a, ref := loraReference(t)

@@ -53,6 +53,11 @@ type Model struct {
 	base *Model
 	lora *LoRA
 	ad   [][numModules]*adapter
+
+	// panels, of the frozen base of adapters, are its products packed
+	// for decoding, kept for every decoder of its adapter models
+	// (basePanels); nil until the first.
+	panels *products
 }
 
 // New builds a model on the CPU backend with parameters initialised
@@ -179,10 +184,13 @@ func (m *Model) Use(b backend.Backend, p backend.Precision) error {
 }
 
 // Refresh rounds the parameters into their bf16 copy at BF16 (a no-op at
-// F32). The optimizer step (Step) and Upload call it; anything else that
-// changes the parameters on the backend must too, or the products go on
-// reading the old weights.
+// F32) and drops the panels a frozen base keeps for its adapters'
+// decoders (basePanels), which are made again from the new weights. The
+// optimizer step (Step) and Upload call it; anything else that changes
+// the parameters on the backend must too, or the products go on reading
+// the old weights.
 func (m *Model) Refresh() {
+	m.dropPanels()
 	if m.half != nil && m.w16 == nil { // a frozen base's bf16 weights never change
 		m.b.ToBF16(m.half, m.params, m.Layout.Size)
 	}
@@ -258,6 +266,7 @@ func (m *Model) release() {
 	if m.b == nil {
 		return
 	}
+	m.dropPanels()
 	half := m.half
 	if m.w16 != nil {
 		half = m.w16 // m.half is m.w16 or nil
@@ -281,6 +290,13 @@ func (m *Model) release() {
 	m.params, m.grads, m.half, m.w16, m.xs, m.cos, m.sin = nil, nil, nil, nil, [3]backend.Buffer{}, nil, nil
 	m.p, m.g, m.h, m.ad = weights{}, weights{}, weights{}, nil
 	m.ws = workspace{}
+}
+
+// dropPanels frees the packed products a frozen base keeps for its
+// adapters' decoders (basePanels): its weights changed, or it is released.
+func (m *Model) dropPanels() {
+	m.panels.free(m.b)
+	m.panels = nil
 }
 
 // moveBF16 returns a new bf16 buffer on to with the values of x, a bf16

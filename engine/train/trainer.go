@@ -328,8 +328,9 @@ func (t *Trainer) interrupted(err error) error {
 // memory is a few large pointer-free buffers (weights, packed panels,
 // activations), which a collection does not scan, so collecting more
 // often costs little; at 100 % the garbage of a dropped decoder (a
-// Qwen2.5-0.5B LoRA policy's folded weights: 1.4 GB) could grow the
-// process to twice its live memory before the next collection.
+// full fine-tune's packed panels, and a LoRA policy's folded weights
+// before decision 51a: 1.4 GB at Qwen2.5-0.5B) could grow the process to
+// twice its live memory before the next collection.
 const stepGCPercent = 25
 
 // Step runs one training step and returns its metrics. Cancelling ctx

@@ -633,31 +633,47 @@ func adapters(t *testing.T, base *model.Model, l model.LoRA, valueHead bool) *mo
 // prompts of several lengths, generation with a stop rule, an
 // environment reply appended to some sequences, a removed sequence, a new
 // one in its slot, and generation again. The sampled tokens must be the
-// same and the logits close. (That the decoder's logits equal a full
-// forward's is engine/model's test.)
+// same and the logits close. Also of a LoRA policy (adapters on every
+// linear layer, unfolded beside the base's products; on a bf16-exact
+// base, which holds its matrices as bf16 only). (That the decoder's
+// logits equal a full forward's is engine/model's test.)
 func Decode(t *testing.T, b backend.Backend) {
 	for name, c := range configs() {
 		for _, p := range []backend.Precision{backend.F32, backend.BF16} {
-			t.Run(fmt.Sprintf("%s/%s", name, p), func(t *testing.T) {
-				ref, got := onBackends(t, Naive{}, b, c, 9, p, false)
-				defer got.Free()
-				var toks [2][][]int
-				var logits [2][]float32
-				for i, m := range []*model.Model{ref, got} {
-					toks[i], logits[i] = play(t, m)
+			for _, lora := range []bool{false, true} {
+				run := fmt.Sprintf("%s/%s", name, p)
+				if lora {
+					run += "/lora"
 				}
-				if !slices.EqualFunc(toks[0], toks[1], slices.Equal) {
-					t.Fatalf("sampled tokens differ:\n got %v\nwant %v", toks[1], toks[0])
-				}
-				tol := opTol * 10
-				if p == backend.BF16 {
-					tol = bf16Tol
-				}
-				if e := RelErr(logits[1], logits[0]); e > tol {
-					t.Errorf("logits: relative error %.3g > %g", e, tol)
-				}
-			})
+				t.Run(run, func(t *testing.T) { decode(t, b, c, p, lora) })
+			}
 		}
+	}
+}
+
+// decode is Decode's check of one model of c at precision p, a LoRA
+// policy when lora.
+func decode(t *testing.T, b backend.Backend, c model.Config, p backend.Precision, lora bool) {
+	ref, got := onBackends(t, Naive{}, b, c, 9, p, lora)
+	defer got.Free()
+	if lora {
+		l := model.LoRA{Rank: 4, Alpha: 8, Targets: []string{"all-linear"}}
+		ref, got = adapters(t, ref, l, false), adapters(t, got, l, false)
+	}
+	var toks [2][][]int
+	var logits [2][]float32
+	for i, m := range []*model.Model{ref, got} {
+		toks[i], logits[i] = play(t, m)
+	}
+	if !slices.EqualFunc(toks[0], toks[1], slices.Equal) {
+		t.Fatalf("sampled tokens differ:\n got %v\nwant %v", toks[1], toks[0])
+	}
+	tol := opTol * 10
+	if p == backend.BF16 {
+		tol = bf16Tol
+	}
+	if e := RelErr(logits[1], logits[0]); e > tol {
+		t.Errorf("logits: relative error %.3g > %g", e, tol)
 	}
 }
 

@@ -499,8 +499,8 @@ func (r *recycler) drop() {
 }
 
 // concat returns the values of bufs one after another: the one buffer's
-// own slice, or a new one (a fused group whose weights are not one view:
-// adapters folded into some of them).
+// own slice, or a new one (a fused group whose weights are not one view
+// in the layout).
 func concat[T float32 | uint16](bufs []backend.Buffer, get func(backend.Buffer) []T) []T {
 	if len(bufs) == 1 {
 		return get(bufs[0])
