@@ -33,7 +33,7 @@ import (
 // computes it, the adapters unfolded — y = x·Wᵀ + s·(x·Aᵀ)·Bᵀ, the
 // adapter's two products on the step's few rows — over its frozen base's
 // products, which on a Packer are packed once, by the first such Decoder,
-// and kept by the base for every later one (decision 51a). A Decoder
+// and kept by the base for every later one (decision 51). A Decoder
 // therefore keeps using the parameters the Model had when NewDecoder ran:
 // make a new one after the parameters change (a rollout makes one per
 // call), and Close it when done. Not safe for concurrent use.

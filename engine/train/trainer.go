@@ -329,7 +329,7 @@ func (t *Trainer) interrupted(err error) error {
 // activations), which a collection does not scan, so collecting more
 // often costs little; at 100 % the garbage of a dropped decoder (a
 // full fine-tune's packed panels, and a LoRA policy's folded weights
-// before decision 51a: 1.4 GB at Qwen2.5-0.5B) could grow the process to
+// before decision 51: 1.4 GB at Qwen2.5-0.5B) could grow the process to
 // twice its live memory before the next collection.
 const stepGCPercent = 25
 
