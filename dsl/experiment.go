@@ -169,6 +169,10 @@ type WarmStart struct {
 	// responses: a small model from scratch needs it to learn to read
 	// positions off the state (FrozenLake, Sokoban).
 	LearnContext bool `train:"warm_start.learn_context"`
+	// Seed of the warm start (0: the Experiment's): fix it, e.g. to 1, so
+	// that Seeds(e, n) trains one warm start for all n runs and their
+	// spread is RL's alone.
+	Seed int64 `train:"warm_start.seed,signed"`
 }
 
 // What a reward expression's run-time error does (Experiment.RewardErrors).

@@ -226,6 +226,7 @@ func init() {
 		"WarmStart.Imperfect":            "Imperfect is the fraction of turns answered imperfectly (0.3).",
 		"WarmStart.LR":                   "LR of AdamW (3e-3).",
 		"WarmStart.LearnContext":         "LearnContext also trains on the observations, not only on the\nresponses: a small model from scratch needs it to learn to read\npositions off the state (FrozenLake, Sokoban).",
+		"WarmStart.Seed":                 "Seed of the warm start (0: the Experiment's): fix it, e.g. to 1, so\nthat Seeds(e, n) trains one warm start for all n runs and their\nspread is RL's alone.",
 		"WarmStart.Steps":                "Steps of fine-tuning (500; 0 for a Pretrained or Checkpoint model);\nset Skip to start from random weights.",
 		"WebShop":                        "WebShop is the shopping task on a generated catalogue.",
 	}

@@ -247,6 +247,12 @@ type WarmStart struct {
 	// heads that look a position up, which the responses alone, a few
 	// digits among many template tokens, do not (decision 21).
 	LearnContext bool `json:"learn_context,omitempty" flag:"context" help:"warm start also learns the context tokens (observations), not only the responses: needed to learn to read the state from scratch"`
+	// Seed of the warm start: its demonstrations, initial weights and batch
+	// order (0: the run's Seed). Fixing it gives runs of several seeds one
+	// warm start, trained and cached once, so that their spread is RL's
+	// alone; a warm start's cache key holds the seed it used, so Seed S
+	// shares the warm start of a run with seed S.
+	Seed int64 `json:"seed,omitempty" flag:"seed" help:"seed of the warm start: demonstrations, initial weights, batch order (0: the run's -seed); fix it to share one warm start among runs of several seeds"`
 	// CacheDir keeps warm starts by a hash of their config, so re-running
 	// a notebook does not redo them; empty = the user cache directory.
 	CacheDir string `json:"-" flag:"cache-dir" help:"directory of cached warm starts (default: $RAGEN_CACHE or the user cache directory)"`

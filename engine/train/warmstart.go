@@ -68,7 +68,7 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 		episodes = min(episodes, 64) // only the vocabulary is needed
 	}
 	demos, err := envs.Demonstrations(env, envs.DemoConfig{
-		Episodes: episodes, Seed: envSeed(cfg.Seed, -2, 0), ImperfectRate: ws.Imperfect,
+		Episodes: episodes, Seed: envSeed(cfg.warmStartSeed(), -2, 0), ImperfectRate: ws.Imperfect,
 		Turn: envs.TurnConfig{Think: cfg.Think, FormatPenalty: cfg.FormatPenalty}, Prompt: envs.PromptConfig{Think: cfg.Think},
 	})
 	if err != nil {
@@ -88,7 +88,7 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	policy, err := model.New(mc, uint64(cfg.Seed))
+	policy, err := model.New(mc, uint64(cfg.warmStartSeed()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -115,7 +115,7 @@ func warmStart(ctx context.Context, cfg *Config, newEnv func() (envs.Env, error)
 				return nil, nil, err
 			}
 		}
-		if err := finetune(ctx, policy, trajs, ws, cfg.Seed, obs); err != nil {
+		if err := finetune(ctx, policy, trajs, ws, cfg.warmStartSeed(), obs); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -254,6 +254,8 @@ func warmStartKey(cfg *Config) (string, error) {
 		}
 		opts = resolved
 	}
+	ws := cfg.WarmStart
+	ws.Seed = 0 // the seed it uses is the key's Seed
 	b, err := json.Marshal(struct {
 		Version          int
 		Env              string
@@ -265,12 +267,21 @@ func warmStartKey(cfg *Config) (string, error) {
 		Think            bool
 		FormatPenalty    float64
 		Backend          string `json:",omitempty"` // "" for cpu: the host path's keys predate backends
-	}{WarmStartVersion, env, opts, mc, cfg.WarmStart, cfg.Seed, cfg.MaxTokensPerTurn, cfg.Think, cfg.FormatPenalty, warmStartBackend(cfg.Backend, cfg.Precision)})
+	}{WarmStartVersion, env, opts, mc, ws, cfg.warmStartSeed(), cfg.MaxTokensPerTurn, cfg.Think, cfg.FormatPenalty, warmStartBackend(cfg.Backend, cfg.Precision)})
 	if err != nil {
 		return "", fmt.Errorf("warm start: env_options: %w", err)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12]), nil
+}
+
+// warmStartSeed is the seed the warm start uses: WarmStart.Seed, or the
+// run's.
+func (c *Config) warmStartSeed() int64 {
+	if c.WarmStart.Seed != 0 {
+		return c.WarmStart.Seed
+	}
+	return c.Seed
 }
 
 // warmStartBackend is the backend part of the warm start's key: a warm

@@ -257,3 +257,26 @@ func TestWarmStartProgressETA(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmStartSeed: WarmStart.Seed S gives the warm start of a run with
+// seed S, whatever the run's own seed; unset, the run's seed decides.
+func TestWarmStartSeed(t *testing.T) {
+	key := func(seed, wsSeed int64) string {
+		c := Default()
+		c.Seed, c.WarmStart.Seed = seed, wsSeed
+		k, err := warmStartKey(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	if key(7, 2) != key(2, 0) {
+		t.Error("WarmStart.Seed 2 in a seed-7 run is not seed 2's warm start")
+	}
+	if key(7, 2) != key(3, 2) {
+		t.Error("two runs with WarmStart.Seed 2 do not share their warm start")
+	}
+	if key(7, 0) == key(2, 0) {
+		t.Error("runs of seeds 7 and 2 share a warm start without WarmStart.Seed")
+	}
+}
