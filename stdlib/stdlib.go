@@ -29,6 +29,7 @@ package stdlib
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 
@@ -92,6 +93,9 @@ type Options struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Args           []string // os.Args as the program sees it
+	// Source is where Go files are read from (EvalPath, and the packages a
+	// program imports by a relative path); nil: the OS's files.
+	Source fs.FS
 }
 
 // NewInterpreter is the one place an interpreter is made: the kernel's and
@@ -101,12 +105,13 @@ type Options struct {
 // environment, so a cell cannot end the kernel or change its environment.
 func NewInterpreter(opts Options) (*interp.Interpreter, error) {
 	i := interp.New(interp.Options{
-		Stdin:     opts.Stdin,
-		Stdout:    opts.Stdout,
-		Stderr:    opts.Stderr,
-		Args:      opts.Args,
-		Env:       os.Environ(),
-		BuildTags: []string{BuildTag},
+		Stdin:                opts.Stdin,
+		Stdout:               opts.Stdout,
+		Stderr:               opts.Stderr,
+		Args:                 opts.Args,
+		Env:                  os.Environ(),
+		BuildTags:            []string{BuildTag},
+		SourcecodeFilesystem: opts.Source,
 	})
 	if err := i.Use(Exports()); err != nil {
 		return nil, fmt.Errorf("stdlib: %w", err)

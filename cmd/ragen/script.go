@@ -5,12 +5,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go/parser"
+	"go/token"
+	iofs "io/fs"
 	"os"
 	"os/signal"
+	"strings"
 
 	"github.com/ragen-go/ragen/dsl"
 	"github.com/ragen-go/ragen/engine/metrics"
 	"github.com/ragen-go/ragen/engine/train"
+	"github.com/ragen-go/ragen/internal/rewrite"
 	"github.com/ragen-go/ragen/stdlib"
 )
 
@@ -26,7 +31,9 @@ func init() {
 // Training reports one line per step on standard error (-q: none); values
 // given to ragen.Display print their text form. The first Ctrl-C cancels
 // the context Train uses, so a run stops at its next safe point; a second
-// stops the interpreter at once.
+// stops the interpreter at once. The file is run with the comma-ok
+// statements yaegi would leave stale rewritten, as a cell's are (see
+// commaOKFiles).
 func runScript(args []string) error {
 	fs := flag.NewFlagSet("ragen script", flag.ContinueOnError)
 	quiet := fs.Bool("q", false, "do not report training progress")
@@ -74,6 +81,7 @@ func runScript(args []string) error {
 		Stdout: os.Stdout,
 		Stderr: os.Stderr,
 		Args:   fs.Args(),
+		Source: commaOKFiles{},
 	})
 	if err != nil {
 		return err
@@ -83,6 +91,42 @@ func runScript(args []string) error {
 		return fmt.Errorf("interrupted: %v", err)
 	}
 	return err
+}
+
+// commaOKFiles are the OS's files as the interpreter reads Go source (the
+// script, and any package it imports by a relative path): a Go file comes
+// with the comma-ok statements yaegi would leave stale rewritten
+// (rewrite.CommaOK), as a notebook cell's are. The /*line*/ comments of the
+// rewrite keep errors at the file's own lines and columns.
+type commaOKFiles struct{}
+
+// Open opens a file or folder as os.Open does: yaegi stats and lists
+// through it.
+func (commaOKFiles) Open(name string) (iofs.File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err // a nil interface, not a nil *os.File in one
+	}
+	return f, nil
+}
+
+// ReadFile reads a file, a Go file rewritten; iofs.ReadFile, with which
+// yaegi reads source, calls it.
+func (commaOKFiles) ReadFile(name string) ([]byte, error) {
+	b, err := os.ReadFile(name)
+	if err != nil || !strings.HasSuffix(name, ".go") {
+		return b, err
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, name, b, parser.SkipObjectResolution)
+	if err != nil {
+		return b, nil // yaegi's own parse reports the error
+	}
+	src := string(b)
+	if w := rewrite.CommaOK(fset, f, src, nil); w != src {
+		return []byte(w), nil
+	}
+	return b, nil
 }
 
 // stepPrinter reports each training step on one line of standard error,

@@ -20,7 +20,8 @@
 //     values' types through compiled getters;
 //   - goguard.go makes goroutines started by cell code recover their panics;
 //     commaok.go rewrites the comma-ok map indexes and type assertions
-//     whose value yaegi would leave stale on a miss;
+//     whose value yaegi would leave stale on a miss (internal/rewrite, which
+//     ragen script uses too);
 //   - capture.go captures fds 1 and 2 (dup2 onto pipes) for the duration of
 //     the cell and streams the output, batched, to Output.Stream;
 //   - the last bare expression becomes the Result, rendered through the

@@ -6,6 +6,8 @@ import (
 	"go/token"
 	"strings"
 	"sync/atomic"
+
+	"github.com/ragen-go/ragen/internal/rewrite"
 )
 
 // Goroutine panics. yaegi does not recover a panic in a goroutine a cell
@@ -83,7 +85,7 @@ func (s *Session) guardGo(fset *token.FileSet, f *ast.File, src string) string {
 			imported[name] = true
 		}
 		s.mu.Unlock()
-		var edits []edit
+		var edits []rewrite.Edit
 		ast.Inspect(f, func(n ast.Node) bool {
 			g, ok := n.(*ast.GoStmt)
 			if !ok {
@@ -124,13 +126,13 @@ func (s *Session) guardGo(fset *token.FileSet, f *ast.File, src string) string {
 			if len(names) > 0 {
 				body = fmt.Sprintf("{ %s := %s; %s }", strings.Join(names, ", "), strings.Join(values, ", "), body)
 			}
-			edits = append(edits, edit{off(g.Pos()), off(g.End()), body})
+			edits = append(edits, rewrite.Edit{Start: off(g.Pos()), End: off(g.End()), Text: body})
 			return false
 		})
 		if len(edits) == 0 {
 			return src
 		}
-		src = applyEdits(src, edits)
+		src = rewrite.Apply(src, edits)
 	}
 	return src
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"reflect"
 	"strings"
+
+	"github.com/ragen-go/ragen/internal/rewrite"
 )
 
 // Out of memory. A Go program that asks for more memory than the machine
@@ -54,10 +56,10 @@ func guardMake(fset *token.FileSet, f *ast.File, src string) string {
 			return src // the real parse reports the error
 		}
 	}
-	var edits []edit
+	var edits []rewrite.Edit
 	off := func(p token.Pos) int { return fset.PositionFor(p, false).Offset }
 	text := func(n ast.Node) string { return src[off(n.Pos()):off(n.End())] }
-	at := func(p token.Pos) string { return positionComment(fset, p) }
+	at := func(p token.Pos) string { return rewrite.PositionComment(fset, p) }
 	var visit func(n ast.Node, tparams map[string]bool)
 	visit = func(root ast.Node, tparams map[string]bool) {
 		ast.Inspect(root, func(n ast.Node) bool {
@@ -78,8 +80,8 @@ func guardMake(fset *token.FileSet, f *ast.File, src string) string {
 			typ := text(c.Args[0])
 			for _, a := range c.Args[1:] {
 				edits = append(edits,
-					insert(off(a.Pos()), "__ragen.MakeSize(("+typ+")(nil), "+at(a.Pos())),
-					insert(off(a.End()), ")"+at(a.End())))
+					rewrite.Insert(off(a.Pos()), "__ragen.MakeSize(("+typ+")(nil), "+at(a.Pos())),
+					rewrite.Insert(off(a.End()), ")"+at(a.End())))
 			}
 			return true
 		})
@@ -91,7 +93,7 @@ func guardMake(fset *token.FileSet, f *ast.File, src string) string {
 		}
 		visit(d, tp)
 	}
-	return applyEdits(src, edits)
+	return rewrite.Apply(src, edits)
 }
 
 // typeParams are the names of a function's type parameters, and of its

@@ -4,6 +4,8 @@ import (
 	"go/ast"
 	"go/token"
 	"strings"
+
+	"github.com/ragen-go/ragen/internal/rewrite"
 )
 
 // Multi-value defines in a cell's loops. A statement chunk is compiled as
@@ -40,23 +42,23 @@ func guardScope(fset *token.FileSet, f *ast.File, src string) string {
 		return src
 	}
 	gotoTargets := map[string]bool{}
-	inspectOutsideFuncs(main.Body, func(n ast.Node) {
+	rewrite.InspectOutsideFuncs(main.Body, func(n ast.Node) {
 		if b, ok := n.(*ast.BranchStmt); ok && b.Tok == token.GOTO && b.Label != nil {
 			gotoTargets[b.Label.Name] = true
 		}
 	})
-	var edits []edit
+	var edits []rewrite.Edit
 	off := func(p token.Pos) int { return fset.PositionFor(p, false).Offset }
-	at := func(p token.Pos) string { return positionComment(fset, p) }
+	at := func(p token.Pos) string { return rewrite.PositionComment(fset, p) }
 	for _, st := range main.Body.List {
 		if !needsFuncScope(st, gotoTargets) {
 			continue
 		}
 		edits = append(edits,
-			insert(off(st.Pos()), "{ func() { "+at(st.Pos())),
-			insert(off(st.End()), " }() }"+at(st.End())))
+			rewrite.Insert(off(st.Pos()), "{ func() { "+at(st.Pos())),
+			rewrite.Insert(off(st.End()), " }() }"+at(st.End())))
 	}
-	return applyEdits(src, edits)
+	return rewrite.Apply(src, edits)
 }
 
 // needsFuncScope reports whether the top-level statement st is a compound
@@ -76,7 +78,7 @@ func needsFuncScope(st ast.Stmt, gotoTargets map[string]bool) bool {
 	multi, escapes := false, false
 	labels := map[string]bool{}     // labels declared inside st
 	branches := []*ast.BranchStmt{} // labeled break and continue
-	inspectOutsideFuncs(st, func(n ast.Node) {
+	rewrite.InspectOutsideFuncs(st, func(n ast.Node) {
 		switch n := n.(type) {
 		case *ast.AssignStmt:
 			multi = multi || n.Tok == token.DEFINE && len(n.Lhs) > len(n.Rhs)
@@ -99,16 +101,4 @@ func needsFuncScope(st ast.Stmt, gotoTargets map[string]bool) bool {
 		escapes = escapes || !labels[b.Label.Name]
 	}
 	return multi && !escapes
-}
-
-// inspectOutsideFuncs calls visit for every node under root that is not
-// inside a function literal.
-func inspectOutsideFuncs(root ast.Node, visit func(ast.Node)) {
-	ast.Inspect(root, func(n ast.Node) bool {
-		if _, ok := n.(*ast.FuncLit); ok || n == nil {
-			return false
-		}
-		visit(n)
-		return true
-	})
 }
