@@ -72,10 +72,11 @@ func packGrad(rows [][]float64, total int) []float32 {
 // batch does not hold every activation at once.
 const maxForwardTokens = 16384
 
-// evaluate runs n over trajs in chunks of at most maxForwardTokens and
-// returns the per-trajectory log-probs, entropies and values it was asked for.
-func evaluate(n *model.Model, trajs []*rollout.Trajectory, want model.Want) (logp, ent, val [][]float64, err error) {
-	for _, p := range forwardChunks(trajs, maxForwardTokens) {
+// evaluate runs n over trajs in chunks of at most limit tokens and
+// returns the per-trajectory log-probs, entropies and values it was asked
+// for.
+func evaluate(n *model.Model, trajs []*rollout.Trajectory, want model.Want, limit int) (logp, ent, val [][]float64, err error) {
+	for _, p := range forwardChunks(trajs, limit) {
 		tokens, lens := pack(trajs[p[0]:p[1]])
 		out, err := n.Forward(tokens, lens, want)
 		if err != nil {

@@ -414,10 +414,7 @@ func (t *Trainer) crossScore(xs, zs [][]int, groups, pick []int) (crossScores, e
 		s.tok[r], s.seq[r] = make([]float64, N), make([]float64, N)
 		z[r] = zs[i][:min(len(zs[i]), room)]
 	}
-	limit := maxForwardTokens
-	if mb := t.cfg.MicroBatchTokens; mb > 0 {
-		limit = min(limit, mb)
-	}
+	limit := t.passLimit(maxForwardTokens)
 	type cell struct{ r, j int }
 	var cells []cell
 	var tokens, lens []int

@@ -339,6 +339,19 @@ func tokenCount(trajs []*rollout.Trajectory) int {
 	return n
 }
 
+// passLimit bounds the tokens of one forward pass that only evaluates
+// (the old and reference log-probabilities, the values, the collapse
+// metrics): limit, or MicroBatchTokens when smaller, so that setting it
+// bounds these passes' activations as it bounds the update's. A
+// trajectory's numbers do not depend on its pass (on the CPU at F32,
+// bit for bit; see evaluateShared).
+func (t *Trainer) passLimit(limit int) int {
+	if mb := t.cfg.MicroBatchTokens; mb > 0 {
+		return min(limit, mb)
+	}
+	return limit
+}
+
 // sharedForwardTokens bounds evaluateShared's chunks: small enough that a
 // batch makes several to deal out (evaluate's 16384 tokens is often the
 // whole batch), large enough for efficient products.
@@ -352,9 +365,9 @@ const sharedForwardTokens = 2048
 // they are evaluate's too there.) Without a Comm it is evaluate.
 func (t *Trainer) evaluateShared(m *model.Model, trajs []*rollout.Trajectory, want model.Want) (logp, ent, val [][]float64, err error) {
 	if t.cfg.Comm == nil {
-		return evaluate(m, trajs, want)
+		return evaluate(m, trajs, want, t.passLimit(maxForwardTokens))
 	}
-	chunks := forwardChunks(trajs, sharedForwardTokens)
+	chunks := forwardChunks(trajs, t.passLimit(sharedForwardTokens))
 	var sets [][][]float64
 	if want.LM {
 		logp, ent = make([][]float64, len(trajs)), make([][]float64, len(trajs))

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/ragen-go/ragen/engine/metrics"
+	"github.com/ragen-go/ragen/engine/model"
 	"github.com/ragen-go/ragen/engine/rollout"
 	_ "github.com/ragen-go/ragen/envs/all"
 )
@@ -389,5 +390,36 @@ func TestRecomputeSameRun(t *testing.T) {
 	}
 	if !slices.Equal(policyOf(t, plain).Params.Data, policyOf(t, re).Params.Data) {
 		t.Fatal("the trained policies differ")
+	}
+}
+
+// The passes that only evaluate (old and reference log-probabilities,
+// values) are cut at MicroBatchTokens too, to bound their memory: a
+// trajectory's log-probabilities and entropies are the same bits in a pass
+// of its own as in one with the whole batch.
+func TestEvaluatePassesSameBits(t *testing.T) {
+	c := tinyConfig(t)
+	c.Steps, c.ValEpisodes = 1, 0
+	tr := run(t, c)
+	defer tr.Close()
+	trajs := tr.reused.trajs
+	if n := len(forwardChunks(trajs, 60)); n < 3 {
+		t.Fatalf("the batch makes %d passes of 60 tokens; the test wants several", n)
+	}
+	want := model.Want{LM: true}
+	lw, ew, _, err := evaluate(policyOf(t, tr), trajs, want, maxForwardTokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, es, _, err := evaluate(policyOf(t, tr), trajs, want, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(lw, ls) || !reflect.DeepEqual(ew, es) {
+		t.Fatal("log-probabilities or entropies differ between one pass and passes of 60 tokens")
+	}
+	tr.cfg.MicroBatchTokens = 60
+	if got := tr.passLimit(maxForwardTokens); got != 60 {
+		t.Errorf("passLimit = %d with MicroBatchTokens 60", got)
 	}
 }
