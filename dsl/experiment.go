@@ -79,7 +79,8 @@ type Experiment struct {
 	MiniBatches int `train:"mini_batches"`
 	// MicroBatchTokens bounds the tokens of one forward and backward pass
 	// of an update; larger minibatches accumulate their gradient over
-	// micro-batches (0: a whole minibatch at once).
+	// micro-batches (0: a whole minibatch at once); the passes of the old
+	// and reference log-probabilities and the values are cut there too.
 	MicroBatchTokens int `train:"micro_batch_tokens"`
 	// Recompute keeps one transformer block's activations and recomputes
 	// them in the backward pass: less memory, one more forward pass, the

@@ -182,7 +182,10 @@ type Config struct {
 	// update is the same as unsplit up to the order of the sums; each
 	// micro-batch is run forward again for its backward pass. What fits
 	// in memory bounds it: the activations of a pass grow with its tokens.
-	MicroBatchTokens int `json:"micro_batch_tokens,omitempty" flag:"micro-batch-tokens" help:"most tokens of one forward and backward pass of an update: larger minibatches accumulate gradients over micro-batches (0: a whole minibatch at once)"`
+	// It bounds the passes that only evaluate as well (the old and
+	// reference log-probabilities, the values, the collapse metrics),
+	// which give each trajectory the same numbers in any pass.
+	MicroBatchTokens int `json:"micro_batch_tokens,omitempty" flag:"micro-batch-tokens" help:"most tokens of one forward and backward pass of an update: larger minibatches accumulate gradients over micro-batches (0: a whole minibatch at once); the old, reference and value passes are cut there too"`
 	// Recompute keeps only each block's input in a forward pass and
 	// recomputes the block's activations in the backward pass (activation
 	// checkpointing): one block's activations in memory instead of all,
