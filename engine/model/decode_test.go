@@ -10,30 +10,6 @@ import (
 	"github.com/ragen-go/ragen/engine/sample"
 )
 
-// checkAgainstFull compares the decoder's logits rows with a full forward
-// over each sequence's whole history.
-func checkAgainstFull(t *testing.T, m *Model, what string, hist map[int][]int, ids []int, logits []float32) {
-	t.Helper()
-	V := m.Config.VocabSize
-	var tokens, lens []int
-	for _, id := range ids {
-		tokens = append(tokens, hist[id]...)
-		lens = append(lens, len(hist[id]))
-	}
-	out, err := m.Forward(tokens, lens, Want{Logits: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := 0
-	for i, id := range ids {
-		o += lens[i]
-		want := out.Logits[(o-1)*V : o*V]
-		if e, at := relErr(logits[i*V:(i+1)*V], want); e > 1e-5 {
-			t.Errorf("%s: sequence %d (length %d): cached vs full logits differ by %.2e at token %d", what, id, lens[i], e, at)
-		}
-	}
-}
-
 // TestDecoderMatchesForward drives the cache through prefill, batched
 // one-token steps, an environment chunk appended to some sequences, a
 // sequence leaving, and a long chunk that spans several attention blocks,
@@ -63,7 +39,7 @@ func TestDecoderMatchesForward(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkAgainstFull(t, m, what, hist, ids, logits)
+		checkLogits(t, m, what, hist, ids, logits, 1e-5)
 		for _, id := range ids {
 			if d.Len(id) != len(hist[id]) {
 				t.Errorf("%s: Len(%d) = %d, want %d", what, id, d.Len(id), len(hist[id]))

@@ -159,11 +159,7 @@ func checkLoRADecode(t *testing.T, a *Model, tol float64) {
 func checkLogits(t *testing.T, m *Model, what string, hist map[int][]int, ids []int, logits []float32, tol float64) {
 	t.Helper()
 	V := m.Config.VocabSize
-	var tokens, lens []int
-	for _, id := range ids {
-		tokens = append(tokens, hist[id]...)
-		lens = append(lens, len(hist[id]))
-	}
+	tokens, lens := histories(hist, ids)
 	out, err := m.Forward(tokens, lens, Want{Logits: true})
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +174,16 @@ func checkLogits(t *testing.T, m *Model, what string, hist map[int][]int, ids []
 	}
 }
 
+// histories packs the sequences ids of hist for a Forward: their tokens
+// one after another, and their lengths.
+func histories(hist map[int][]int, ids []int) (tokens, lens []int) {
+	for _, id := range ids {
+		tokens = append(tokens, hist[id]...)
+		lens = append(lens, len(hist[id]))
+	}
+	return tokens, lens
+}
+
 // checkAdaptersMatter fails unless the base's logits for the sequences
 // are far from the adapter model's (logits, the decoder's): a decoder
 // that dropped an adapter would pass checkLogits' tolerance otherwise
@@ -185,11 +191,7 @@ func checkLogits(t *testing.T, m *Model, what string, hist map[int][]int, ids []
 func checkAdaptersMatter(t *testing.T, a *Model, hist map[int][]int, ids []int, logits []float32) {
 	t.Helper()
 	V := a.Config.VocabSize
-	var tokens, lens []int
-	for _, id := range ids {
-		tokens = append(tokens, hist[id]...)
-		lens = append(lens, len(hist[id]))
-	}
+	tokens, lens := histories(hist, ids)
 	out, err := a.Base().Forward(tokens, lens, Want{Logits: true})
 	if err != nil {
 		t.Fatal(err)
