@@ -17,6 +17,22 @@ type noPacker struct{ backend.Backend }
 
 func (n noPacker) Wrap(x []float32) backend.Buffer { return n.Backend.(backend.HostMemory).Wrap(x) }
 
+// decodeSequences is the decode tests' batch: five sequences (ids 0–4)
+// whose first chunks are random tokens of 5, 8, ... 17, each with its own
+// sampling RNG.
+func decodeSequences(rng *rand.Rand, V int) (ids []int, chunks [][]int, rngs []*sample.RNG) {
+	ids = []int{0, 1, 2, 3, 4}
+	chunks = make([][]int, len(ids))
+	for i := range chunks {
+		chunks[i] = randomBatch(rng, V, 5+3*i)
+	}
+	rngs = make([]*sample.RNG, len(ids))
+	for i := range rngs {
+		rngs[i] = sample.NewRNG(uint64(100 + i))
+	}
+	return ids, chunks, rngs
+}
+
 // bf16Model is a model of the given config whose every parameter is a
 // bf16 value held in float32, as Load makes one from bf16 safetensors.
 func bf16Model(t *testing.T, c Config, seed uint64) *Model {
@@ -45,15 +61,7 @@ func decodeTrace(t *testing.T, m *Model) (logits []float32, tokens []int) {
 	defer d.Close()
 	rng := rand.New(rand.NewPCG(41, 42))
 	V := m.Config.VocabSize
-	ids := []int{0, 1, 2, 3, 4}
-	chunks := make([][]int, len(ids))
-	for i := range chunks {
-		chunks[i] = randomBatch(rng, V, 5+3*i)
-	}
-	rngs := make([]*sample.RNG, len(ids))
-	for i := range rngs {
-		rngs[i] = sample.NewRNG(uint64(100 + i))
-	}
+	ids, chunks, rngs := decodeSequences(rng, V)
 	var smp sample.Sampler
 	for step := 0; step < 12; step++ {
 		out, err := d.Append(ids, chunks)

@@ -112,16 +112,8 @@ func checkLoRADecode(t *testing.T, a *Model, tol float64) {
 	defer d.Close()
 	V := a.Config.VocabSize
 	rng := rand.New(rand.NewPCG(41, 42))
-	ids := []int{0, 1, 2, 3, 4}
+	ids, chunks, rngs := decodeSequences(rng, V)
 	hist := map[int][]int{}
-	chunks := make([][]int, len(ids))
-	for i := range chunks {
-		chunks[i] = randomBatch(rng, V, 5+3*i)
-	}
-	rngs := make([]*sample.RNG, len(ids))
-	for i := range rngs {
-		rngs[i] = sample.NewRNG(uint64(100 + i))
-	}
 	var smp sample.Sampler
 	for step := range 10 {
 		for i, id := range ids {
