@@ -106,6 +106,9 @@ type problem struct {
 	// PackBNarrow).
 	bPacked   []float32
 	bPacked16 []uint16
+	// bDP, when set, is all of op(B) in DP panels (prepackDP, or a PackedB
+	// made by PackBDP), for the VDPBF16PS kernels (dp.go).
+	bDP []uint16
 }
 
 // prepackB packs all of op(B) into ws.b and points g.bPacked at it.
@@ -200,15 +203,24 @@ func (g *problem) trivial() bool {
 // (chunks of about chunkFlops) per loop index.
 func (g *problem) parallel(chunkFlops int) {
 	rowStep, colStep := partition(g.m, g.n, g.k, chunkFlops)
+	dp := g.dp()
+	if dp {
+		colStep = roundUp(colStep, dpCols) // chunks of whole DP panels
+	}
 	rows := (g.m + rowStep - 1) / rowStep
 	cols := (g.n + colStep - 1) / colStep
-	if g.bPacked == nil && g.bPacked16 == nil && rows > 1 && roundUp(g.n, nr)*g.k <= prepackMax {
+	if g.bPacked == nil && g.bPacked16 == nil && g.bDP == nil && rows > 1 {
 		// Several row chunks need the same B panels: pack all of op(B)
 		// once (k·n copies, small next to 2·m·n·k flops) instead of once
 		// per chunk.
 		shared := getWorkspace()
 		defer putWorkspace(shared)
-		g.prepackB(shared)
+		switch {
+		case dp && dpPanelsLen(g.k, g.n) <= prepackMax:
+			g.prepackDP(shared)
+		case !dp && roundUp(g.n, nr)*g.k <= prepackMax:
+			g.prepackB(shared)
+		}
 	}
 	parallel.For(rows*cols, 1, func(chunk, _, _ int) {
 		i0, j0 := (chunk/cols)*rowStep, (chunk%cols)*colStep
@@ -295,6 +307,10 @@ func kBlock(k int) int {
 func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 	if g.dots() {
 		g.tileDots(i0, m, j0, n)
+		return
+	}
+	if g.dp() {
+		g.tileDP(i0, m, j0, n, ws)
 		return
 	}
 	kb := kBlock(g.k)
@@ -514,6 +530,9 @@ type workspace struct {
 	a, b []float32
 	wa   []float32            // a block of a bf16 A widened (widenA)
 	wide []float32            // bf16 panels widened (see tile)
+	dp   []uint16             // all of op(B) in DP panels (prepackDP)
+	dpA  []uint16             // a block of A, pairs swapped (swapA)
+	dpB  []uint16             // a block of op(B) in DP panels (panelsDP)
 	edge [mr * 2 * nr]float32 // one tile, nr or 2·nr wide
 }
 

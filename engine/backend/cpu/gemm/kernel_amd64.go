@@ -11,6 +11,24 @@ var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 // tests switch it off to compare the two.
 var useWide = cpu.X86.HasAVX512F
 
+// hasBF16: the CPU has AVX-512 BF16's VDPBF16PS (see dp.go).
+var hasBF16 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BF16
+
+// kernelDP computes the tile of h ≤ mr rows and dpCols columns C =
+// alpha·A·B + beta·C from kp pair steps of a swapped bf16 A read in place
+// (row i at a[i·lda:]) and one DP panel b (see dp.go). It needs useDP.
+func kernelDP(h, kp int, a []uint16, lda int, b []uint16, c []float32, ldc int, alpha, beta float32) {
+	_ = a[(h-1)*lda+2*kp-1] // the assembly does no bounds checks
+	_ = b[2*dpCols*kp-1]
+	_ = c[(h-1)*ldc+dpCols-1]
+	dpRowKernels[h](kp, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+}
+
+// dpRowKernels[h] is the VDPBF16PS kernel for h rows.
+var dpRowKernels = [mr + 1]func(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha, beta float32){
+	1: kernelDPRows1, 2: kernelDPRows2, 3: kernelDPRows3, 4: kernelDPRows4, 5: kernelDPRows5, 6: kernelDPRows,
+}
+
 // kernel computes one mr×nr tile: C = alpha·(packed a)·(packed b) + beta·C.
 // c starts at the tile's top-left element; the caller guarantees the tile
 // lies inside c (mr rows of ldc, the last one at least nr long).
@@ -237,4 +255,47 @@ func packRowBF16Asm(dst []float32, row []uint16, panels, stride int) bool {
 	_ = dst[(panels-1)*stride+nr-1]
 	packRowBF16(&dst[0], &row[0], panels, stride)
 	return true
+}
+
+// packTransDP packs the first kp8 pairs — kc/2 rounded down to a multiple
+// of 8 — of the first w/8·8 columns of a DP panel (pan) of a transposed
+// bf16 B, column c being the stored row at b[off+c·ldb:], with the
+// assembly packTrans8DP, and returns kp8 (0 when it packed nothing); the
+// caller packs the rest.
+func packTransDP(pan, b []uint16, off, ldb, kc, w int) int {
+	kp8 := kc / 2 / 8 * 8
+	if !useAsm || !useWide || kp8 == 0 || w < 8 {
+		return 0
+	}
+	for c := 0; c+8 <= w; c += 8 {
+		_ = b[off+(c+7)*ldb+2*kp8-1] // the assembly does no bounds checks
+		_ = pan[2*(dpCols*(kp8-1)+c+7)+1]
+		packTrans8DP(&pan[2*c], &b[off+c*ldb], ldb, kp8)
+	}
+	return kp8
+}
+
+// packPairsAsm packs kp pairs of a full DP panel (pan) of a bf16 B that is
+// not transposed, step 2s being the stored row at b[2s·ldb:], with the
+// assembly packPairsDP, and reports whether it did.
+func packPairsAsm(pan, b []uint16, ldb, kp int) bool {
+	if !useAsm || kp == 0 {
+		return false
+	}
+	_ = b[(2*kp-1)*ldb+dpCols-1] // the assembly does no bounds checks
+	_ = pan[2*dpCols*kp-1]
+	packPairsDP(&pan[0], &b[0], ldb, kp)
+	return true
+}
+
+// swapPairsAsm swaps the halves of the first pairs of src into dst, 16
+// pairs a step, with the assembly swapPairs, and returns how many pairs it
+// did; the caller swaps the rest.
+func swapPairsAsm(dst, src []uint16) int {
+	n32 := min(len(src), len(dst)) / 32
+	if !useAsm || !useWide || n32 == 0 {
+		return 0
+	}
+	swapPairs(&dst[0], &src[0], n32)
+	return 16 * n32
 }

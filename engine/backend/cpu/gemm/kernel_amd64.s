@@ -6314,6 +6314,2545 @@ withbeta:
 	VZEROUPPER
 	RET
 
+// func kernelDPRows(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F
+TEXT ·kernelDPRows(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	VXORPS X8, X8, X8
+	VXORPS X9, X9, X9
+	VXORPS X10, X10, X10
+	VXORPS X11, X11, X11
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 4(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 8(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 12(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z7, Z7
+	VMULPS       Z14, Z8, Z8
+	VMULPS       Z14, Z9, Z9
+	VMULPS       Z14, Z10, Z10
+	VMULPS       Z14, Z11, Z11
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z6
+	VFMADD231PS 64(AX), Z15, Z7
+	VMOVUPS     Z6, (AX)
+	VMOVUPS     Z7, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z8
+	VFMADD231PS 64(AX), Z15, Z9
+	VMOVUPS     Z8, (AX)
+	VMOVUPS     Z9, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z10
+	VFMADD231PS 64(AX), Z15, Z11
+	VMOVUPS     Z10, (AX)
+	VMOVUPS     Z11, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRows5(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F
+TEXT ·kernelDPRows5(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	VXORPS X8, X8, X8
+	VXORPS X9, X9, X9
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 4(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 8(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 12(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcd
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z7, Z7
+	VMULPS       Z14, Z8, Z8
+	VMULPS       Z14, Z9, Z9
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z6
+	VFMADD231PS 64(AX), Z15, Z7
+	VMOVUPS     Z6, (AX)
+	VMOVUPS     Z7, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z8
+	VFMADD231PS 64(AX), Z15, Z9
+	VMOVUPS     Z8, (AX)
+	VMOVUPS     Z9, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRows4(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F
+TEXT ·kernelDPRows4(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfd
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z7, Z7
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z6
+	VFMADD231PS 64(AX), Z15, Z7
+	VMOVUPS     Z6, (AX)
+	VMOVUPS     Z7, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRows3(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F
+TEXT ·kernelDPRows3(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xed
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xed
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRows2(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F
+TEXT ·kernelDPRows2(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRows1(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F
+TEXT ·kernelDPRows1(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcd
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func packTrans8DP(dst *uint16, src *uint16, ld int, kp8 int)
+// Requires: AVX, AVX512F, AVX512VL
+TEXT ·packTrans8DP(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), R10
+	MOVQ kp8+24(FP), CX
+	SHLQ $0x01, R10
+	LEAQ (SI)(R10*2), R9
+	ADDQ R10, R9
+	LEAQ (R9)(R10*2), R11
+	ADDQ R10, R11
+
+block:
+	CMPQ       CX, $0x08
+	JL         done
+	VMOVUPS    (SI), Y0
+	VPROLD     $0x10, Y0, Y0
+	VMOVUPS    (SI)(R10*1), Y1
+	VPROLD     $0x10, Y1, Y1
+	VMOVUPS    (SI)(R10*2), Y2
+	VPROLD     $0x10, Y2, Y2
+	VMOVUPS    (R9), Y3
+	VPROLD     $0x10, Y3, Y3
+	VMOVUPS    (R9)(R10*1), Y4
+	VPROLD     $0x10, Y4, Y4
+	VMOVUPS    (R9)(R10*2), Y5
+	VPROLD     $0x10, Y5, Y5
+	VMOVUPS    (R11), Y6
+	VPROLD     $0x10, Y6, Y6
+	VMOVUPS    (R11)(R10*1), Y7
+	VPROLD     $0x10, Y7, Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y9
+	VUNPCKLPS  Y3, Y2, Y10
+	VUNPCKHPS  Y3, Y2, Y11
+	VUNPCKLPS  Y5, Y4, Y12
+	VUNPCKHPS  Y5, Y4, Y13
+	VUNPCKLPS  Y7, Y6, Y14
+	VUNPCKHPS  Y7, Y6, Y15
+	VSHUFPS    $0x44, Y10, Y8, Y0
+	VSHUFPS    $0xee, Y10, Y8, Y1
+	VSHUFPS    $0x44, Y11, Y9, Y2
+	VSHUFPS    $0xee, Y11, Y9, Y3
+	VSHUFPS    $0x44, Y14, Y12, Y4
+	VSHUFPS    $0xee, Y14, Y12, Y5
+	VSHUFPS    $0x44, Y15, Y13, Y6
+	VSHUFPS    $0xee, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS    Y8, (DI)
+	VMOVUPS    Y9, 128(DI)
+	VMOVUPS    Y10, 256(DI)
+	VMOVUPS    Y11, 384(DI)
+	VMOVUPS    Y12, 512(DI)
+	VMOVUPS    Y13, 640(DI)
+	VMOVUPS    Y14, 768(DI)
+	VMOVUPS    Y15, 896(DI)
+	ADDQ       $0x00000020, SI
+	ADDQ       $0x00000020, R9
+	ADDQ       $0x00000020, R11
+	ADDQ       $0x00000400, DI
+	SUBQ       $0x08, CX
+	JMP        block
+
+done:
+	VZEROUPPER
+	RET
+
+// func packPairsDP(dst *uint16, src *uint16, ld int, kp int)
+// Requires: AVX, AVX2
+TEXT ·packPairsDP(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), R10
+	MOVQ kp+24(FP), CX
+	SHLQ $0x01, R10
+	LEAQ (SI)(R10*1), R9
+
+pair:
+	TESTQ      CX, CX
+	JE         paired
+	VMOVDQU    (SI), Y0
+	VMOVDQU    (R9), Y1
+	VPUNPCKLWD Y0, Y1, Y2
+	VPUNPCKHWD Y0, Y1, Y3
+	VPERM2I128 $0x20, Y3, Y2, Y4
+	VPERM2I128 $0x31, Y3, Y2, Y5
+	VMOVDQU    Y4, (DI)
+	VMOVDQU    Y5, 32(DI)
+	VMOVDQU    32(SI), Y0
+	VMOVDQU    32(R9), Y1
+	VPUNPCKLWD Y0, Y1, Y2
+	VPUNPCKHWD Y0, Y1, Y3
+	VPERM2I128 $0x20, Y3, Y2, Y4
+	VPERM2I128 $0x31, Y3, Y2, Y5
+	VMOVDQU    Y4, 64(DI)
+	VMOVDQU    Y5, 96(DI)
+	LEAQ       (SI)(R10*2), SI
+	LEAQ       (R9)(R10*2), R9
+	ADDQ       $0x00000080, DI
+	DECQ       CX
+	JMP        pair
+
+paired:
+	VZEROUPPER
+	RET
+
+// func swapPairs(dst *uint16, src *uint16, n32 int)
+// Requires: AVX, AVX512F
+TEXT ·swapPairs(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n32+16(FP), CX
+
+swap:
+	TESTQ     CX, CX
+	JE        swapped
+	VMOVDQU32 (SI), Z0
+	VPROLD    $0x10, Z0, Z0
+	VMOVDQU32 Z0, (DI)
+	ADDQ      $0x40, SI
+	ADDQ      $0x40, DI
+	DECQ      CX
+	JMP       swap
+
+swapped:
+	VZEROUPPER
+	RET
+
 // func packTrans8(dst *float32, src *float32, ld int, kc8 int)
 // Requires: AVX
 TEXT ·packTrans8(SB), NOSPLIT, $0-32

@@ -163,6 +163,47 @@ func kernelAVX512BF16Rows2(kc int, a *float32, lda int, b *uint16, c *float32, l
 // Requires AVX-512F.
 func kernelAVX512BF16Rows1(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
 
+// kernelDPRows computes the 6×32 tile C = alpha·A·B + beta·C over kp pair steps of
+// bfloat16 A (in place, pairs swapped) and one DP panel of B (see dpKernels).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRows(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRows5 is kernelDPRows for a tile of 5 rows (5 rows of A and of C).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRows5(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRows4 is kernelDPRows for a tile of 4 rows (4 rows of A and of C).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRows4(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRows3 is kernelDPRows for a tile of 3 rows (3 rows of A and of C).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRows3(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRows2 is kernelDPRows for a tile of 2 rows (2 rows of A and of C).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRows2(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRows1 is kernelDPRows for a tile of 1 rows (1 rows of A and of C).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRows1(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// packTrans8DP sets dword 32s + r of dst to the pair (src[r·ld + 2s], src[r·ld + 2s + 1]),
+// halves swapped, for r < 8 and s < kp8, a multiple of 8 (ld in bf16 values): 8 rows
+// of a transposed bf16 B into 8 columns of a DP panel.
+// Requires AVX-512F (VL).
+func packTrans8DP(dst *uint16, src *uint16, ld int, kp8 int)
+
+// packPairsDP sets dword 32s + j of dst to (src[(2s+1)·ld + j], src[2s·ld + j]) (the low half
+// first) for j < 32 and s < kp (ld in bf16 values): a full DP panel of a bf16 B that is
+// not transposed, row 2s of the block being k step 2s.
+// Requires AVX2.
+func packPairsDP(dst *uint16, src *uint16, ld int, kp int)
+
+// swapPairs sets dst[2i], dst[2i+1] = src[2i+1], src[2i] for i < 16·n32.
+// Requires AVX-512F.
+func swapPairs(dst *uint16, src *uint16, n32 int)
+
 // packTrans8 sets dst[16p + r] = src[r·ld + p] for r < 8 and p < kc8, a multiple of 8
 // (ld in elements): 8 rows of a transposed B into 8 lanes of a packed 16-wide panel.
 // Requires AVX.

@@ -8,6 +8,14 @@ var useAsm = false
 // useWide is false: there are no wide kernels here.
 var useWide = false
 
+// hasBF16 is false: there are no VDPBF16PS kernels here.
+var hasBF16 = false
+
+// kernelDP is only called when useDP is set, which it never is here.
+func kernelDP(h, kp int, a []uint16, lda int, b []uint16, c []float32, ldc int, alpha, beta float32) {
+	panic("gemm: kernelDP without an assembly kernel")
+}
+
 // kernelWide is only called when useWide is set, which it never is here.
 func kernelWide(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 	panic("gemm: kernelWide without an assembly kernel")
@@ -75,3 +83,9 @@ func dotRows8(n8, k8 int, a, b []float32, ldb int, out []float32) {
 func combRows(width, k int, w, b []float32, ldb int, out []float32) {
 	panic("gemm: combRows without an assembly kernel")
 }
+
+func packTransDP(pan, b []uint16, off, ldb, kc, w int) int { return 0 }
+
+func packPairsAsm(pan, b []uint16, ldb, kp int) bool { return false }
+
+func swapPairsAsm(dst, src []uint16) int { return 0 }

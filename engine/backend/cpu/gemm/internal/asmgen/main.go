@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
@@ -37,6 +38,7 @@ import (
 const (
 	mr     = 6  // rows of the tile
 	nr     = 16 // columns of the tile (two YMM registers)
+	dpCols = 32 // columns of a DP panel (dpKernels)
 	unroll = 4  // k steps per loop iteration
 )
 
@@ -68,6 +70,9 @@ func main() {
 	// panels.
 	rowKernels(avx2h)
 	rowKernels(avx512h)
+	dpKernels()
+	dpPack()
+	dpSwap()
 
 	transposePack()
 	rowPack()
@@ -260,15 +265,26 @@ func transposePack() {
 // With half the rows hold bfloat16 values, widened as they are loaded
 // (VPMOVZXWD, VPSLLD 16: exact), so the rest is the float32 transpose.
 func transpose8(rows int, half bool, store func(dst Register, t []VecPhysical), step int) {
+	transpose8Of(rows, half, false, "kc8", store, step)
+}
+
+// transpose8Of is transpose8, or with pairs the same on rows of bfloat16
+// pairs (ld in bf16 values; each pair, 4 bytes, moved as one float would
+// be, its halves swapped: see dpPack).
+func transpose8Of(rows int, half, pairs bool, count string, store func(dst Register, t []VecPhysical), step int) {
 	dst := Load(Param("dst"), RDI)
 	row0 := Load(Param("src"), RSI)
 	ld := Load(Param("ld"), R10)
-	kc := Load(Param("kc8"), RCX)
+	kc := Load(Param(count), RCX)
 	elem := 4 // bytes per stored value
 	if half {
 		elem = 2
 	}
-	SHLQ(U8(elem/2), ld)
+	if pairs {
+		SHLQ(U8(1), ld)
+	} else {
+		SHLQ(U8(elem/2), ld)
+	}
 	row3, row6 := R9, R11
 	LEAQ(Mem{Base: row0, Index: ld, Scale: 2}, row3)
 	ADDQ(ld, row3) // row0 + 3·ld
@@ -293,6 +309,9 @@ func transpose8(rows int, half bool, store func(dst Register, t []VecPhysical), 
 			VPSLLD(U8(16), r[i], r[i])
 		} else {
 			VMOVUPS(rowAt[i], r[i])
+		}
+		if pairs {
+			VPROLD(U8(16), r[i], r[i])
 		}
 	}
 	in := func(i int) VecPhysical { return r[min(i, rows-1)] } // a missing row repeats the last
@@ -423,6 +442,12 @@ func kernelBody(t tile, rows int, prefetch bool, aAt func(s, i int) Mem, advance
 	JMP(LabelRef("tail"))
 
 	Label("store")
+	storeTile(t, acc, rows)
+}
+
+// storeTile emits a kernel's end: C = alpha·acc + beta·C for the tile's
+// rows (acc: two vectors per row), C not read when beta == 0.
+func storeTile(t tile, acc []VecPhysical, rows int) {
 	pc := Load(Param("c"), RDX)
 	ldc := Load(Param("ldc"), R8)
 	SHLQ(U8(2), ldc) // bytes per row of C
@@ -841,6 +866,201 @@ func combineKernels() {
 		VADDPS(odd[i], even[i], even[i])
 		VMOVUPS(even[i], Mem{Base: out, Disp: 32 * i})
 	}
+	VZEROUPPER()
+	RET()
+}
+
+// dpKernels emits kernelDPRows, kernelDPRows1 … kernelDPRows5: the 6×32
+// tile (and the 1–5 rows at the bottom) of a product of bfloat16 A and B
+// with AVX-512 BF16's VDPBF16PS, which multiplies pairs of bf16 values and
+// adds the two products to a float32 accumulator, each with its own
+// rounding, the high halves of the pair first (the Intel SDM's order;
+// verified on the machines we run). Fed pairs whose high half is the
+// earlier k step (A swapped as it is copied, B packed so: see dp.go), it
+// computes each element's chain of FMAs over k in order, that is the bits
+// of the float32 kernels on the widened values, at 32 products an
+// instruction instead of 16 and with no widening.
+//
+// A is read in place, row i of the tile at a + i·lda (lda in bf16 values),
+// k pair s at byte offset 4s; B is one 32-column DP panel, kp pair steps of
+// 32 dwords (column j's pair at dword j). The tile's two accumulators per
+// row are columns 0–15 and 16–31. The store is storeTile's.
+func dpKernels() {
+	t := tile{name: "kernelDP", acc: avx512.acc, b: avx512.b, bc: avx512.bc, vecBytes: 64, panels: 2, isa: "AVX-512F and AVX512_BF16"}
+	for h := mr; h >= 1; h-- {
+		name := "kernelDPRows"
+		doc := []string{
+			"kernelDPRows computes the 6×32 tile C = alpha·A·B + beta·C over kp pair steps of",
+			"bfloat16 A (in place, pairs swapped) and one DP panel of B (see dpKernels).",
+		}
+		if h < mr {
+			name = fmt.Sprintf("kernelDPRows%d", h)
+			doc = []string{fmt.Sprintf("%s is kernelDPRows for a tile of %d rows (%d rows of A and of C).", name, h, h)}
+		}
+		TEXT(name, NOSPLIT, "func(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)")
+		Doc(append(doc, "Requires "+t.isa+".")...)
+		row0 := Load(Param("a"), RSI)
+		lda := Load(Param("lda"), R10)
+		SHLQ(U8(1), lda) // bytes per row of A
+		row3 := R9
+		LEAQ(Mem{Base: row0, Index: lda, Scale: 2}, row3)
+		ADDQ(lda, row3) // row3 = row0 + 3·lda
+		aAt := func(s, i int) Mem {
+			m := Mem{Base: []Register{row0, row3}[i/3], Disp: 4 * s}
+			if i%3 > 0 {
+				m.Index, m.Scale = lda, uint8(i%3)
+			}
+			return m
+		}
+		kp := Load(Param("kp"), RCX)
+		pb := Load(Param("b"), RDI)
+		const bRow = 128 // bytes of one pair step of a panel: 32 dwords
+		acc := t.acc[:2*h]
+		for _, r := range acc {
+			x := r.AsX().(VecPhysical)
+			VXORPS(x, x, x)
+		}
+		step := func(s int) {
+			VMOVUPS(Mem{Base: pb, Disp: bRow * s}, t.b[0])
+			VMOVUPS(Mem{Base: pb, Disp: bRow*s + 64}, t.b[1])
+			for i := 0; i < h; i++ {
+				bc := t.bc[i%2]
+				VPBROADCASTD(aAt(s, i), bc)
+				vdpbf16ps(acc[2*i], bc, t.b[0])
+				vdpbf16ps(acc[2*i+1], bc, t.b[1])
+			}
+		}
+		Comment("Main loop: unroll pair steps at a time.")
+		Label("loop4")
+		CMPQ(kp, U8(unroll))
+		JL(LabelRef("tail"))
+		for s := 0; s < unroll; s++ {
+			step(s)
+		}
+		ADDQ(U32(4*unroll), row0)
+		ADDQ(U32(4*unroll), row3)
+		ADDQ(U32(bRow*unroll), pb)
+		SUBQ(U8(unroll), kp)
+		JMP(LabelRef("loop4"))
+
+		Comment("Remaining pair steps one at a time.")
+		Label("tail")
+		TESTQ(kp, kp)
+		JE(LabelRef("store"))
+		step(0)
+		ADDQ(U8(4), row0)
+		ADDQ(U8(4), row3)
+		ADDQ(U32(bRow), pb)
+		DECQ(kp)
+		JMP(LabelRef("tail"))
+
+		Label("store")
+		storeTile(t, acc, h)
+	}
+}
+
+// vdpbf16ps emits VDPBF16PS dst, src2, src3 on ZMM registers (dst +=
+// src2·src3 by pairs, see dpKernels), which the Go assembler does not
+// know, as its bytes: EVEX.512.F3.0F38.W0 52 /r.
+func vdpbf16ps(dst, src2, src3 VecPhysical) {
+	d, v, r := int(dst.PhysicalIndex()), int(src2.PhysicalIndex()), int(src3.PhysicalIndex())
+	inv := func(x, bit int) byte { return byte(^(x >> bit) & 1) }
+	code := []byte{
+		0x62,
+		inv(d, 3)<<7 | inv(r, 4)<<6 | inv(r, 3)<<5 | inv(d, 4)<<4 | 0x2, // R X B R' 0 0 mm=0F38
+		byte(^v&0xf)<<3 | 1<<2 | 0x2,                                    // W=0 vvvv 1 pp=F3
+		0x40 | inv(v, 4)<<3,                                             // z=0 L'L=512 b=0 V' aaa=0
+		0x52,
+		0xc0 | byte(d&7)<<3 | byte(r&7), // ModRM: register operands
+	}
+	Comment(fmt.Sprintf("VDPBF16PS Z%d, Z%d, Z%d", r, v, d))
+	for _, c := range code {
+		Instruction(&ir.Instruction{Opcode: "BYTE", Operands: []Op{U8(c)}})
+	}
+}
+
+// dpPack emits the packers of DP panels (see dpKernels): packTrans8DP for
+// a transposed B (x·Wᵀ: W's rows are the panel's columns, read along k)
+// through transpose8's 8×8 transposes of pairs, and packPairsDP for a B
+// that is not transposed, interleaving two stored rows (the pair's two k
+// steps) a full panel at a time. Both swap each pair's halves, the earlier
+// k step going high.
+func dpPack() {
+	TEXT("packTrans8DP", NOSPLIT, "func(dst, src *uint16, ld, kp8 int)")
+	Doc(
+		"packTrans8DP sets dword 32s + r of dst to the pair (src[r·ld + 2s], src[r·ld + 2s + 1]),",
+		"halves swapped, for r < 8 and s < kp8, a multiple of 8 (ld in bf16 values): 8 rows",
+		"of a transposed bf16 B into 8 columns of a DP panel.",
+		"Requires AVX-512F (VL).",
+	)
+	transpose8Of(8, false, true, "kp8", func(dst Register, t []VecPhysical) {
+		for e := 0; e < 8; e++ {
+			VMOVUPS(t[e], Mem{Base: dst, Disp: 4 * dpCols * e})
+		}
+	}, 8*4*dpCols)
+
+	TEXT("packPairsDP", NOSPLIT, "func(dst, src *uint16, ld, kp int)")
+	Doc(
+		"packPairsDP sets dword 32s + j of dst to (src[(2s+1)·ld + j], src[2s·ld + j]) (the low half",
+		"first) for j < 32 and s < kp (ld in bf16 values): a full DP panel of a bf16 B that is",
+		"not transposed, row 2s of the block being k step 2s.",
+		"Requires AVX2.",
+	)
+	dst := Load(Param("dst"), RDI)
+	even := Load(Param("src"), RSI)
+	ld := Load(Param("ld"), R10)
+	kp := Load(Param("kp"), RCX)
+	SHLQ(U8(1), ld) // bytes per row
+	odd := R9
+	LEAQ(Mem{Base: even, Index: ld, Scale: 1}, odd)
+	Label("pair")
+	TESTQ(kp, kp)
+	JE(LabelRef("paired"))
+	for h := 0; h < 2; h++ { // columns 16h … 16h+15
+		hi, lo := Y0, Y1
+		VMOVDQU(Mem{Base: even, Disp: 32 * h}, hi)
+		VMOVDQU(Mem{Base: odd, Disp: 32 * h}, lo)
+		// Within each 128-bit lane: columns 0–3 (4–7) of the lane as
+		// (lo, hi) word pairs; then the lanes joined in column order.
+		VPUNPCKLWD(hi, lo, Y2)
+		VPUNPCKHWD(hi, lo, Y3)
+		VPERM2I128(U8(0x20), Y3, Y2, Y4)
+		VPERM2I128(U8(0x31), Y3, Y2, Y5)
+		VMOVDQU(Y4, Mem{Base: dst, Disp: 64 * h})
+		VMOVDQU(Y5, Mem{Base: dst, Disp: 64*h + 32})
+	}
+	LEAQ(Mem{Base: even, Index: ld, Scale: 2}, even)
+	LEAQ(Mem{Base: odd, Index: ld, Scale: 2}, odd)
+	ADDQ(U32(4*dpCols), dst)
+	DECQ(kp)
+	JMP(LabelRef("pair"))
+	Label("paired")
+	VZEROUPPER()
+	RET()
+}
+
+// dpSwap emits swapPairs, the copy of a row of bf16 A with each pair's
+// halves swapped (swapA), 32 values a step.
+func dpSwap() {
+	TEXT("swapPairs", NOSPLIT, "func(dst, src *uint16, n32 int)")
+	Doc(
+		"swapPairs sets dst[2i], dst[2i+1] = src[2i+1], src[2i] for i < 16·n32.",
+		"Requires AVX-512F.",
+	)
+	dst := Load(Param("dst"), RDI)
+	src := Load(Param("src"), RSI)
+	n := Load(Param("n32"), RCX)
+	Label("swap")
+	TESTQ(n, n)
+	JE(LabelRef("swapped"))
+	VMOVDQU32(Mem{Base: src}, Z0)
+	VPROLD(U8(16), Z0, Z0)
+	VMOVDQU32(Z0, Mem{Base: dst})
+	ADDQ(U8(64), src)
+	ADDQ(U8(64), dst)
+	DECQ(n)
+	JMP(LabelRef("swap"))
+	Label("swapped")
 	VZEROUPPER()
 	RET()
 }

@@ -1,0 +1,222 @@
+package gemm
+
+import "github.com/ragen-go/ragen/engine/parallel"
+
+// Products of two bfloat16 operands with AVX-512 BF16 (decision 53).
+//
+// VDPBF16PS adds to each float32 lane the products of a pair of bf16
+// values: acc += hi(a)·hi(b), then acc += lo(a)·lo(b), each rounded to
+// float32 as an FMA rounds (a product of two bf16 values is exact in
+// float32). Fed pairs whose high half is the earlier k step, it is the
+// float32 kernels' chain of FMAs over k in order, two steps an instruction
+// and with nothing to widen: the bits of SgemmBF16's other path, which
+// widens the operands and runs the float32 kernels (TestDPMatchesWidened).
+// The one difference is the instruction's fixed flushing of subnormals
+// (inputs treated as zero, results below 2⁻¹²⁶ in magnitude written as
+// zero), which the float32 kernels do not do: a product or partial sum
+// that small never arises in a model's products at BF16, whose values
+// are activations, weights and gradients many orders of magnitude larger.
+//
+// The layout: op(B) is packed in DP panels of dpCols columns — per k pair
+// step, dpCols dwords, column j's pair at dword j, the earlier k step in
+// the high half — and each kc block of A is copied with the two halves of
+// every pair swapped (swapA), its rows read in place by the kernels. An
+// odd kc ends with a pair whose second step is zero in both operands: the
+// chain then adds a zero product, which leaves any partial sum but −0
+// unchanged, and a chain started from +0 never holds −0.
+
+const (
+	dpCols  = 2 * nr // columns of a DP panel: the 6×32 tile's
+	ncMaxDP = 4064   // ncMax rounded down to whole DP panels
+)
+
+// useDP selects the VDPBF16PS kernels for SgemmBF16 (with useAsm and
+// useWide); tests switch it off to compare with the widening path.
+var useDP = hasBF16
+
+// dp reports whether the product goes through tileDP: a bf16 A read in
+// place (not transposed) by bf16 B, with beta 0 or 1, whose merges into C
+// round the same in whole and edge tiles (see microTile).
+func (g *problem) dp() bool {
+	return useAsm && useWide && useDP && g.a16 != nil && g.b16 != nil && !g.transA && (g.beta == 0 || g.beta == 1)
+}
+
+// dpPanelsLen is the bf16 values of the DP panels of a kc×nc block.
+func dpPanelsLen(kc, nc int) int { return roundUp(nc, dpCols) * 2 * ((kc + 1) / 2) }
+
+// prepackDP packs all of op(B) into DP panels in ws.dp: the k block at pc
+// starts at (pc/kb)·dpPanelsLen(kb, n).
+func (g *problem) prepackDP(ws *workspace) {
+	kb := kBlock(g.k)
+	ws.dp = grow16(ws.dp, dpPanelsLen(kb, g.n)*((g.k+kb-1)/kb))
+	dst := ws.dp
+	panels := roundUp(g.n, dpCols) / dpCols
+	grain := panels
+	if dpPanelsLen(g.k, g.n) >= 2*prepackChunk {
+		grain = max(1, prepackChunk/(dpCols*g.k))
+	}
+	parallel.For(panels, grain, func(_, lo, hi int) {
+		j0, j1 := lo*dpCols, min(hi*dpCols, g.n)
+		for pc := 0; pc < g.k; pc += kb {
+			kc := min(kb, g.k-pc)
+			off := pc/kb*dpPanelsLen(kb, g.n) + j0*2*((kc+1)/2)
+			packDP(dst[off:], g.b16, g.ldb, g.transB, pc, kc, j0, j1-j0)
+		}
+	})
+	g.bDP = dst
+}
+
+// panelsDP returns the DP panels of the kc×nc block of op(B) at (pc, j0):
+// a slice of bDP (j0 then a multiple of dpCols), or packed now into ws.
+func (g *problem) panelsDP(ws *workspace, pc, kc, j0, nc int) []uint16 {
+	n := dpPanelsLen(kc, nc)
+	if g.bDP != nil {
+		kb := kBlock(g.k)
+		off := pc/kb*dpPanelsLen(kb, g.n) + j0*2*((kc+1)/2)
+		return g.bDP[off : off+n]
+	}
+	ws.dpB = grow16(ws.dpB, n)
+	packDP(ws.dpB, g.b16, g.ldb, g.transB, pc, kc, j0, nc)
+	return ws.dpB
+}
+
+// packDP writes the kc×nc block of op(B) at (p0, j0) (B stored in bf16,
+// op(B)[p][j] = b[p·ldb+j], or b[j·ldb+p] when transB) as DP panels into
+// dst: panel q holds columns j0+32q …, (kc+1)/2 pair steps of 32 dwords;
+// columns past nc and the second step of an odd kc's last pair are zero.
+func packDP(dst, b []uint16, ldb int, transB bool, p0, kc, j0, nc int) {
+	kp := (kc + 1) / 2
+	for q := 0; q*dpCols < nc; q++ {
+		pan := dst[q*2*dpCols*kp : (q+1)*2*dpCols*kp]
+		w := min(dpCols, nc-q*dpCols)
+		if transB {
+			// Column j is stored row j: read it along k, eight rows at a
+			// time through packTrans8DP's transposes.
+			done := 0 // columns whose first kp8 pairs are packed
+			kp8 := packTransDP(pan, b, (j0+q*dpCols)*ldb+p0, ldb, kc, w)
+			if kp8 > 0 {
+				done = w / 8 * 8
+			}
+			for c := 0; c < dpCols; c++ {
+				if c >= w {
+					for s := 0; s < kp; s++ {
+						pan[2*(s*dpCols+c)], pan[2*(s*dpCols+c)+1] = 0, 0
+					}
+					continue
+				}
+				row := b[(j0+q*dpCols+c)*ldb+p0 : (j0+q*dpCols+c)*ldb+p0+kc]
+				from := 0
+				if c < done {
+					from = kp8
+				}
+				for s := from; s < kc/2; s++ {
+					pan[2*(s*dpCols+c)], pan[2*(s*dpCols+c)+1] = row[2*s+1], row[2*s]
+				}
+				if kc%2 == 1 {
+					pan[2*((kp-1)*dpCols+c)], pan[2*((kp-1)*dpCols+c)+1] = 0, row[kc-1]
+				}
+			}
+			continue
+		}
+		// Step p is stored row p: interleave two rows at a time.
+		from := 0
+		if w == dpCols && packPairsAsm(pan, b[(p0)*ldb+j0+q*dpCols:], ldb, kc/2) {
+			from = kc / 2
+		}
+		for s := from; s < kp; s++ {
+			hi := b[(p0+2*s)*ldb+j0+q*dpCols:][:w]
+			var lo []uint16
+			if 2*s+1 < kc {
+				lo = b[(p0+2*s+1)*ldb+j0+q*dpCols:][:w]
+			}
+			out := pan[2*s*dpCols : 2*(s+1)*dpCols]
+			for c := range dpCols {
+				switch {
+				case c >= w:
+					out[2*c], out[2*c+1] = 0, 0
+				case lo == nil:
+					out[2*c], out[2*c+1] = 0, hi[c]
+				default:
+					out[2*c], out[2*c+1] = lo[c], hi[c]
+				}
+			}
+		}
+	}
+}
+
+// swapA copies the mc×kc block of A at (i0, p0) into ws.dpA with each pair
+// of steps swapped (the earlier one in the pair's high half, as the
+// kernels read it) and returns it with its row length: kc rounded up to
+// even, an odd kc's last pair (0, A[i][p0+kc-1]).
+func (ws *workspace) swapA(g *problem, i0, mc, p0, kc int) ([]uint16, int) {
+	ld := 2 * ((kc + 1) / 2)
+	ws.dpA = grow16(ws.dpA, mc*ld)
+	for i := range mc {
+		src := g.a16[(i0+i)*g.lda+p0 : (i0+i)*g.lda+p0+kc]
+		dst := ws.dpA[i*ld : (i+1)*ld]
+		for s := swapPairsAsm(dst, src); s < kc/2; s++ {
+			dst[2*s], dst[2*s+1] = src[2*s+1], src[2*s]
+		}
+		if kc%2 == 1 {
+			dst[kc-1], dst[kc] = 0, src[kc-1]
+		}
+	}
+	return ws.dpA, ld
+}
+
+// tileDP is tile for a dp product: the same column blocks, k blocks (kc,
+// and so every element's merges into C, as tile's) and row blocks, with
+// DP panels and swapped A blocks, and 6×32 tiles.
+func (g *problem) tileDP(i0, m, j0, n int, ws *workspace) {
+	kb := kBlock(g.k)
+	for jc := 0; jc < n; jc += ncMaxDP {
+		nc := min(ncMaxDP, n-jc)
+		for pc := 0; pc < g.k; pc += kb {
+			kc := min(kb, g.k-pc)
+			kp := (kc + 1) / 2
+			beta := g.beta
+			if pc > 0 {
+				beta = 1
+			}
+			bp := g.panelsDP(ws, pc, kc, j0+jc, nc)
+			for ic := 0; ic < m; ic += mcMax {
+				mc := min(mcMax, m-ic)
+				av, ald := ws.swapA(g, i0+ic, mc, pc, kc)
+				for jr := 0; jr < nc; jr += dpCols {
+					pan := bp[jr*2*kp : (jr+dpCols)*2*kp]
+					w := min(dpCols, nc-jr)
+					for ir := 0; ir < mc; ir += mr {
+						h := min(mr, mc-ir)
+						off := (i0+ic+ir)*g.ldc + j0 + jc + jr
+						if w == dpCols {
+							// beta is 0 or 1: the kernel's merge rounds as
+							// microTile's edge merge, whatever h.
+							kernelDP(h, kp, av[ir*ald:], ald, pan, g.c[off:], g.ldc, g.alpha, beta)
+							continue
+						}
+						edge := ws.edge[:mr*dpCols]
+						kernelDP(h, kp, av[ir*ald:], ald, pan, edge, dpCols, g.alpha, 0)
+						for i := range h {
+							dst := g.c[off+i*g.ldc : off+i*g.ldc+w]
+							src := edge[i*dpCols : i*dpCols+w]
+							if beta == 0 {
+								copy(dst, src)
+								continue
+							}
+							for j := range dst {
+								dst[j] = src[j] + dst[j]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func grow16(buf []uint16, n int) []uint16 {
+	if cap(buf) < n {
+		return make([]uint16, n)
+	}
+	return buf[:n]
+}
