@@ -246,6 +246,11 @@ type LinearGroup struct {
 	Weights []Buffer
 	Outs    []int
 	In      int
+	// BF16Inputs: the products' inputs are bf16 buffers too (a model at
+	// BF16 precision), so a backend may pack bf16 weights for products of
+	// two bf16 operands (the CPU's VDPBF16PS panels, decision 53). The
+	// results are the same floats either way.
+	BF16Inputs bool
 }
 
 // AdamWScalars are the per-update constants of the AdamW kernel, computed

@@ -174,6 +174,20 @@ func BenchmarkQwen05B(b *testing.B) {
 		}
 		decode(b)
 	})
+	// At BF16 precision the activations are rounded to bf16 as well (what
+	// PyTorch's bfloat16 decoder computes): bf16 × bf16 products, on the
+	// VDPBF16PS panels where the CPU has the instruction (decision 53).
+	b.Run("decode-at-bf16", func(b *testing.B) {
+		if err := m.Use(m.Backend(), backend.BF16); err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			if err := m.Use(m.Backend(), backend.F32); err != nil {
+				b.Fatal(err)
+			}
+		}()
+		decode(b)
+	})
 	loraStep := func(b *testing.B, B, T int, recompute bool) {
 		a, err := m.WithLoRA(model.LoRA{Rank: 16, Alpha: 32, Targets: []string{"all-linear"}}, false, 1)
 		if err != nil {

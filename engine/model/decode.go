@@ -164,7 +164,7 @@ func (m *Model) newProducts() (*products, error) {
 	}
 	groups := make([]backend.LinearGroup, len(all))
 	for i, x := range all {
-		groups[i] = backend.LinearGroup{Weights: x.weights, Outs: x.outs, In: x.in}
+		groups[i] = backend.LinearGroup{Weights: x.weights, Outs: x.outs, In: x.in, BF16Inputs: m.precision == backend.BF16}
 	}
 	packed, err := packer.PackLinear(groups)
 	if err != nil {

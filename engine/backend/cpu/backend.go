@@ -388,6 +388,9 @@ func (*Backend) PackLinear(groups []backend.LinearGroup) ([]backend.Buffer, erro
 	for i := range jobs {
 		j := &jobs[i]
 		n := gemm.PanelsLen(j.g.In, sum(j.g.Outs))
+		if j.half && j.g.BF16Inputs && gemm.HasDP() {
+			n = gemm.DPPanelsLen(j.g.In, sum(j.g.Outs))
+		}
 		if j.exact {
 			j.bf16 = recycled.takeBF16(n)
 		} else {
@@ -400,6 +403,8 @@ func (*Backend) PackLinear(groups []backend.LinearGroup) ([]backend.Buffer, erro
 			j := jobs[i]
 			p := &packed{in: j.g.In, out: sum(j.g.Outs)}
 			switch {
+			case j.half && j.g.BF16Inputs:
+				p.p = gemm.PackBDP(j.bf16, true, p.in, p.out, concat(j.g.Weights, bf), p.in)
 			case j.half:
 				p.p = gemm.PackBBF16(j.bf16, true, p.in, p.out, concat(j.g.Weights, bf), p.in)
 			case j.exact:
@@ -512,10 +517,16 @@ func concat[T float32 | uint16](bufs []backend.Buffer, get func(backend.Buffer) 
 	return slices.Concat(parts...)
 }
 
-// PackedLinear multiplies x, float32 or bf16 (widened here: the rows of A
-// are read in place as float32), by the packed weights.
+// PackedLinear multiplies x, float32 or bf16, by the packed weights: a
+// bf16 x by VDPBF16PS panels (packed for BF16Inputs where the CPU has
+// them) in place, otherwise widened here (the rows of A are read in place
+// as float32).
 func (*Backend) PackedLinear(out, x, w backend.Buffer, N int) {
 	p := w.(*packed)
+	if x16, ok := x.(HostBF16); ok && p.p.DP() {
+		gemm.SgemmPackedBF16(N, 1, x16[:N*p.in], p.in, p.p, 0, h(out), p.out)
+		return
+	}
 	if x16, ok := x.(HostBF16); ok {
 		n := N * p.in
 		buf := widened.Get().(*[]float32)

@@ -6,12 +6,15 @@ import (
 	"testing"
 
 	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/backend/cpu/gemm"
 )
 
 // TestPackLinearBF16: PackLinear keeps bf16 panels for bf16 weights and
 // for float32 weights that are all bf16-exact, float32 panels otherwise,
 // and every product equals Gemm on the float32 weights bit for bit (x in
-// float32 and in bf16), for 2 rows (the dot path) and 16 (the tiles).
+// float32 and in bf16), for 2 rows (the dot path) and 16 (the tiles); for
+// BF16Inputs, the bf16 weights are packed in VDPBF16PS panels where the
+// CPU has the instruction, with the same products.
 func TestPackLinearBF16(t *testing.T) {
 	b := New()
 	r := rand.New(rand.NewPCG(3, 4))
@@ -31,7 +34,8 @@ func TestPackLinearBF16(t *testing.T) {
 		name      string
 		exact, bf bool // values bf16-exact; weights as bf16 buffers
 		wantBF16  bool
-	}{{"float32", false, false, false}, {"exact float32", true, false, true}, {"bf16", true, true, true}} {
+		bf16In    bool // BF16Inputs
+	}{{"float32", false, false, false, false}, {"exact float32", true, false, true, false}, {"bf16", true, true, true, false}, {"bf16 inputs", true, true, true, true}} {
 		var ws, ws32 []backend.Buffer
 		for _, o := range outs {
 			w := rnd(o*in, tc.exact)
@@ -44,12 +48,15 @@ func TestPackLinearBF16(t *testing.T) {
 				ws = append(ws, Host(w))
 			}
 		}
-		p, err := b.PackLinear([]backend.LinearGroup{{Weights: ws, Outs: outs, In: in}})
+		p, err := b.PackLinear([]backend.LinearGroup{{Weights: ws, Outs: outs, In: in, BF16Inputs: tc.bf16In}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := p[0].(*packed).p.BF16(); got != tc.wantBF16 {
 			t.Fatalf("%s: bf16 panels %v, want %v", tc.name, got, tc.wantBF16)
+		}
+		if got, want := p[0].(*packed).p.DP(), tc.bf16In && gemm.HasDP(); got != want {
+			t.Fatalf("%s: VDPBF16PS panels %v, want %v", tc.name, got, want)
 		}
 		for _, N := range []int{2, 16} {
 			x := Host(rnd(N*in, tc.bf))

@@ -220,3 +220,69 @@ func grow16(buf []uint16, n int) []uint16 {
 	}
 	return buf[:n]
 }
+
+// HasDP reports whether products of two bf16 operands run on the
+// VDPBF16PS kernels here (SgemmBF16, and PackBDP's panels).
+func HasDP() bool { return useAsm && useWide && useDP }
+
+// DPPanelsLen is the values of PackBDP's panels of a k×n op(B).
+func DPPanelsLen(k, n int) int {
+	kb := kBlock(k)
+	return dpPanelsLen(kb, n) * ((k + kb - 1) / kb)
+}
+
+// PackBDP is PackBBF16 for products whose A is bf16 too
+// (SgemmPackedBF16): op(B) packed once into DP panels, in dst's memory
+// when it holds DPPanelsLen(k, n) values. It keeps a reference to b,
+// which the products of at most dotMaxRows rows read in place, and which
+// SgemmPacked (a float32 A) packs from as it goes. Without HasDP the
+// panels are PackBBF16's.
+func PackBDP(dst []uint16, transB bool, k, n int, b []uint16, ldb int) *PackedB {
+	if !HasDP() {
+		return PackBBF16(dst, transB, k, n, b, ldb)
+	}
+	p := newPackedB(transB, k, n, len(b), ldb)
+	p.b16 = b
+	if n == 0 || k == 0 {
+		return p
+	}
+	g := &problem{transB: transB, n: n, k: k, b16: b, ldb: ldb}
+	ws := &workspace{dp: dst[:0]}
+	g.prepackDP(ws)
+	p.dp = g.bDP
+	return p
+}
+
+// DP reports whether p's panels are DP panels (PackBDP).
+func (p *PackedB) DP() bool { return p.dp != nil }
+
+// SgemmPackedBF16 is SgemmPacked with A stored as bfloat16: bit for bit
+// SgemmPacked on the widened A (and so Sgemm on the widened operands).
+// With DP panels (PackBDP) it runs the VDPBF16PS kernels on A in place;
+// on other panels, and for the products of at most dotMaxRows rows,
+// which go through dot products as Sgemm's do, it widens A first.
+func SgemmPackedBF16(m int, alpha float32, a []uint16, lda int, p *PackedB, beta float32, c []float32, ldc int) {
+	checkProblem(false, p.transB, m, p.n, p.k, len(a), lda, max(len(p.b), len(p.b16)), p.ldb, c, ldc)
+	g := &problem{transB: p.transB, m: m, n: p.n, k: p.k, alpha: alpha, beta: beta,
+		a16: a, b16: p.b16, c: c, lda: lda, ldb: p.ldb, ldc: ldc, bDP: p.dp}
+	if !p.DP() || g.dots() || !g.dp() {
+		buf := wideA.Get().(*[]float32)
+		defer wideA.Put(buf)
+		n := 0
+		if m > 0 && p.k > 0 {
+			n = (m-1)*lda + p.k
+		}
+		*buf = grow(*buf, n)
+		widen(*buf, a[:n])
+		SgemmPacked(m, alpha, *buf, max(lda, 1), p, beta, c, ldc)
+		return
+	}
+	if g.trivial() {
+		return
+	}
+	if 2*float64(m)*float64(p.n)*float64(p.k) < packedParMinFlops {
+		g.serial()
+		return
+	}
+	g.parallel(packedChunkFlops)
+}

@@ -73,3 +73,37 @@ func BenchmarkSgemmBF16DP(b *testing.B) {
 		}
 	}
 }
+
+// TestPackedDPMatchesWidened: a PackedB of DP panels (PackBDP) multiplied
+// by a bf16 A (SgemmPackedBF16) gives the bits of Sgemm on the widened
+// operands — for a decoding step's few rows (at most dotMaxRows through
+// the dot products, as Sgemm's), short tiles, odd k, edge columns — and
+// so does a float32 A by the same PackedB (SgemmPacked packs from B's
+// stored bf16 as it goes), with and without the VDPBF16PS kernels.
+func TestPackedDPMatchesWidened(t *testing.T) {
+	saved := useDP
+	defer func() { useDP = saved }()
+	r := rand.New(rand.NewPCG(55, 56))
+	for _, dp := range []bool{true, false} {
+		useDP = saved && dp
+		for i, s := range [][3]int{{1, 40, 33}, {2, 64, 300}, {3, 100, 7}, {4, 32, 64}, {6, 33, 257}, {16, 352, 896}, {16, 4100, 64}, {24, 80, 513}, {100, 160, 70}} {
+			for _, transB := range []bool{false, true} {
+				g := newCase(r, false, transB, s[0], s[1], s[2], []float32{1, 0.75}[i%2], 0, r.IntN(2)*3)
+				a16, aw := toBF16(g.a)
+				b16, bw := toBF16(g.b)
+				g.a, g.b = aw, bw
+				want := g.run(Sgemm)
+				p := PackBDP(nil, transB, g.k, g.n, b16, g.ldb)
+				if p.DP() != HasDP() {
+					t.Fatalf("PackBDP made DP panels: %v, HasDP %v", p.DP(), HasDP())
+				}
+				got := append([]float32(nil), g.c...)
+				SgemmPackedBF16(g.m, g.alpha, a16, g.lda, p, g.beta, got, g.ldc)
+				sameBits(t, g.String()+" SgemmPackedBF16", got, want)
+				got = append(got[:0], g.c...)
+				SgemmPacked(g.m, g.alpha, aw, g.lda, p, g.beta, got, g.ldc)
+				sameBits(t, g.String()+" SgemmPacked", got, want)
+			}
+		}
+	}
+}

@@ -21,6 +21,9 @@ type PackedB struct {
 	// bfloat16.
 	data   []float32
 	data16 []uint16
+	// dp, instead, is all of op(B) in DP panels (PackBDP), for products
+	// with a bf16 A (SgemmPackedBF16).
+	dp []uint16
 }
 
 // newPackedB checks the shape of a B of lenB values and returns its
@@ -63,12 +66,17 @@ func PackBInto(dst []float32, transB bool, k, n int, b []float32, ldb int) *Pack
 // PanelsLen is the values of the panels of a packed k×n op(B).
 func PanelsLen(k, n int) int { return roundUp(n, nr) * k }
 
-// BF16 reports whether the panels are bfloat16.
-func (p *PackedB) BF16() bool { return p.data16 != nil }
+// BF16 reports whether the panels are bfloat16 (DP panels are).
+func (p *PackedB) BF16() bool { return p.data16 != nil || p.dp != nil }
 
 // Panels returns the memory of the panels (one of the two is set), for
 // PackBInto, PackBBF16 or PackBNarrow to reuse once p is no longer used.
-func (p *PackedB) Panels() ([]float32, []uint16) { return p.data, p.data16 }
+func (p *PackedB) Panels() ([]float32, []uint16) {
+	if p.dp != nil {
+		return nil, p.dp
+	}
+	return p.data, p.data16
+}
 
 // SgemmPacked is Sgemm with op(B) taken from p: C = alpha·op(A)·op(B) +
 // beta·C, A stored m×k (not transposed). It gives bit-identical results to
@@ -85,7 +93,7 @@ func SgemmPacked(m int, alpha float32, a []float32, lda int, p *PackedB, beta fl
 	checkProblem(false, p.transB, m, p.n, p.k, len(a), lda, lenB, p.ldb, c, ldc)
 	g := &problem{transB: p.transB, m: m, n: p.n, k: p.k, alpha: alpha, beta: beta,
 		a: a, b: p.b, b16: p.b16, c: c, lda: lda, ldb: p.ldb, ldc: ldc,
-		bPacked: p.data, bPacked16: p.data16}
+		bPacked: p.data, bPacked16: p.data16, bDP: p.dp}
 	if g.trivial() {
 		return
 	}
