@@ -72,8 +72,9 @@ AVX-512, Haswell for AVX2 + FMA, Sandybridge for AVX); an
 OPENBLAS_CORETYPE of yours is kept. The first lines say what was used.
 
 -presets qwen2.5-0.5b adds the scale RAGEN trains: random bf16-exact
-weights of Qwen2.5-0.5B's shape (494M parameters), decoding against
-PyTorch in float32 and in bfloat16, forward + backward + AdamW with rank-16
+weights of Qwen2.5-0.5B's shape (494M parameters), decoding (the model
+as a bf16 checkpoint loads, at F32 against PyTorch in float32 and at
+BF16 against it in bfloat16), forward + backward + AdamW with rank-16
 LoRA adapters on all linear layers and of the full model, and the peak
 memory of each row on each side. It is not in the default: about 8 minutes
 with -quick and half an hour without on 2 busy cores, and each side's full

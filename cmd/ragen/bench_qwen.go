@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 
@@ -44,10 +45,41 @@ func newQwenModel() (*model.Model, error) {
 	return m, nil
 }
 
+// newQwenFrozen is the preset's model as a bf16 checkpoint loads to
+// decode, or to be a LoRA run's base (hf.Load with Frozen,
+// model.NewFrozen): its matrices and embedding in bf16 only, no float32
+// copy.
+func newQwenFrozen() (*model.Model, error) {
+	m, err := newQwenModel()
+	if err != nil {
+		return nil, err
+	}
+	return model.NewFrozen(m.Config, bf16Source{m})
+}
+
+// bf16Source gives the parameters of a model whose values are all
+// bf16-exact as a bf16 checkpoint gives them (model.WeightSource).
+type bf16Source struct{ m *model.Model }
+
+func (bf16Source) BF16(model.View) bool { return true }
+
+func (s bf16Source) Read(v model.View, dst []float32) error {
+	copy(dst, s.m.Params.Slice(v.Name))
+	return nil
+}
+
+func (s bf16Source) ReadBF16(v model.View, dst []uint16) error {
+	for i, f := range s.m.Params.Slice(v.Name) {
+		dst[i] = uint16(math.Float32bits(f) >> 16)
+	}
+	return nil
+}
+
 // benchQwen runs the preset's rows, each on a fresh model and with its
 // own peak memory on each side:
 //
-//	decode  ours (bf16 panels) against PyTorch in float32 and in bfloat16,
+//	decode  ours (bf16 weights and panels) against PyTorch in float32,
+//	        and ours at BF16 precision against PyTorch in bfloat16,
 //	        alternating round by round
 //	lora    forward + backward + AdamW of rank-16 adapters on the frozen
 //	        base, alternating with PyTorch's frozen float32 base + A/B
@@ -77,15 +109,22 @@ func benchQwen(o benchOpts) ([]benchRow, error) {
 }
 
 // benchQwenDecode alternates our decoding with PyTorch's float32 and
-// bfloat16 peers; its two rows share our rounds.
+// bfloat16 peers, ours at the matching precision: F32 (float32
+// activations by the bf16 weights widened, the numbers of float32
+// weights) against PyTorch's float32, BF16 (activations rounded to bf16
+// too, as PyTorch's bfloat16 model computes; the VDPBF16PS panels where
+// the CPU has them, decision 53) against its bfloat16. Ours is the model
+// as a bf16 checkpoint loads to decode (newQwenFrozen: bf16 weights
+// only, as PyTorch's bfloat16 model holds them), switched to the row's
+// precision; each row's peak is the largest of its own decodes.
 func benchQwenDecode(c model.Config, o benchOpts) ([]benchRow, error) {
-	m, err := newQwenModel()
+	m, err := newQwenFrozen()
 	if err != nil {
 		return nil, err
 	}
-	resetPeakRSS()
 	var peers []*torchPeer
-	rows := []benchRow{{name: "decode " + qwenPreset + " (torch f32)"}, {name: "decode " + qwenPreset + " (torch bf16)"}}
+	rows := []benchRow{{name: "decode " + qwenPreset + " (torch f32)"}, {name: "decode " + qwenPreset + " at bf16 (torch bf16)"}}
+	precisions := []backend.Precision{backend.F32, backend.BF16}
 	if !o.skipTorch {
 		for _, dtype := range []string{"float32", "bfloat16"} {
 			p, err := startPeer(c, qwenPreset, peerSpec{batch: 1, seq: 1, extra: []string{"--dtype", dtype}}, o)
@@ -96,15 +135,22 @@ func benchQwenDecode(c model.Config, o benchOpts) ([]benchRow, error) {
 			peers = append(peers, p)
 		}
 	}
-	var ours []float64
 	for r := range o.rounds {
-		rate, err := decodeBench(m, o.newTokens, uint64(r))
-		if err != nil {
-			return nil, err
-		}
-		ours = append(ours, rate)
-		for i, p := range peers {
-			res, err := p.do(map[string]any{"op": "decode", "batch": benchB, "prompt": benchPrompt, "new": o.newTokens})
+		for i, prec := range precisions {
+			if err := m.Use(m.Backend(), prec); err != nil {
+				return nil, err
+			}
+			resetPeakRSS()
+			rate, err := decodeBench(m, o.newTokens, uint64(r))
+			if err != nil {
+				return nil, err
+			}
+			rows[i].ours = append(rows[i].ours, rate)
+			rows[i].oursKB = max(rows[i].oursKB, maxRSSKB())
+			if peers == nil {
+				continue
+			}
+			res, err := peers[i].do(map[string]any{"op": "decode", "batch": benchB, "prompt": benchPrompt, "new": o.newTokens})
 			if err != nil {
 				return nil, err
 			}
@@ -114,7 +160,7 @@ func benchQwenDecode(c model.Config, o benchOpts) ([]benchRow, error) {
 		fmt.Fprintf(os.Stderr, "  %s decode round %d/%d done\n", qwenPreset, r+1, o.rounds)
 	}
 	for i := range rows {
-		rows[i].ours, rows[i].oursKB, rows[i].theirsMissing = ours, maxRSSKB(), peers == nil
+		rows[i].theirsMissing = peers == nil
 	}
 	return rows, nil
 }

@@ -13,9 +13,9 @@ import (
 // with it, in the same order, so a product of bf16 operands gives the bits
 // of the float32 product of the widened values (TestBF16MatchesWidened),
 // and a model whose weights are bf16-exact computes the same floats from
-// bf16 storage, at half the bytes (decision 44). AVX-512 BF16's VDPBF16PS
-// would be faster, but it sums pairs of products before it accumulates,
-// which is not the float32 kernels' chain of FMAs (decision 30).
+// bf16 storage, at half the bytes (decision 44). Where the CPU has
+// AVX-512 BF16, SgemmBF16 and PackBDP's panels run VDPBF16PS instead, with
+// the same bits (dp.go, decision 53).
 
 // bf16 widens one bfloat16 value to float32 (exact).
 func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
@@ -56,7 +56,9 @@ func ExactBF16(x []float32) bool {
 
 // SgemmBF16 is Sgemm with A and B stored as bfloat16 (the bits of each
 // value's float32 top half): C = alpha·op(A)·op(B) + beta·C in float32,
-// bit for bit Sgemm on the widened operands. A (in a transformer's
+// bit for bit Sgemm on the widened operands. Where the CPU has AVX-512
+// BF16, a product with A not transposed and beta 0 or 1 runs the
+// VDPBF16PS kernels (tileDP, dp.go). Otherwise A (in a transformer's
 // products the activations or gradients) is widened a block at a time as
 // the product reaches it (widenA), then read in place or packed as a
 // float32 A is; B (the weights) is widened as it is packed (packBWiden).

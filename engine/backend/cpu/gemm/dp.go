@@ -144,24 +144,62 @@ func packDP(dst, b []uint16, ldb int, transB bool, p0, kc, j0, nc int) {
 	}
 }
 
-// swapA copies the mc×kc block of A at (i0, p0) into ws.dpA with each pair
-// of steps swapped (the earlier one in the pair's high half, as the
-// kernels read it) and returns it with its row length: kc rounded up to
-// even, an odd kc's last pair (0, A[i][p0+kc-1]).
+// swapA returns the mc×kc block of A at (i0, p0) with each pair of steps
+// swapped (the earlier one in the pair's high half, as the kernels read
+// it) and its row length: a view of aDP when the whole A was swapped
+// (swapAll), else a copy made now into ws.dpA. A block's rows hold kc
+// rounded up to even values, an odd kc's last pair (0, A[i][p0+kc-1]).
 func (ws *workspace) swapA(g *problem, i0, mc, p0, kc int) ([]uint16, int) {
+	if g.aDP != nil {
+		kb := kBlock(g.k)
+		ld := g.swappedLen()
+		return g.aDP[i0*ld+p0/kb*2*((kb+1)/2):], ld
+	}
 	ld := 2 * ((kc + 1) / 2)
 	ws.dpA = grow16(ws.dpA, mc*ld)
 	for i := range mc {
-		src := g.a16[(i0+i)*g.lda+p0 : (i0+i)*g.lda+p0+kc]
-		dst := ws.dpA[i*ld : (i+1)*ld]
-		for s := swapPairsAsm(dst, src); s < kc/2; s++ {
-			dst[2*s], dst[2*s+1] = src[2*s+1], src[2*s]
-		}
-		if kc%2 == 1 {
-			dst[kc-1], dst[kc] = 0, src[kc-1]
-		}
+		swapRow(ws.dpA[i*ld:(i+1)*ld], g.a16[(i0+i)*g.lda+p0:(i0+i)*g.lda+p0+kc])
 	}
 	return ws.dpA, ld
+}
+
+// swappedLen is the length of a row of A swapped whole: each k block
+// rounded up to even.
+func (g *problem) swappedLen() int {
+	kb := kBlock(g.k)
+	return (g.k + kb - 1) / kb * 2 * ((kb + 1) / 2)
+}
+
+// swapAll swaps all of A, block by block as swapA does, into ws.dpAll on
+// the pool and points aDP at it: a product of several column blocks or
+// chunks (a language model head's) would otherwise swap each block of A
+// once for each.
+func (g *problem) swapAll(ws *workspace) {
+	kb, ld := kBlock(g.k), g.swappedLen()
+	ws.dpAll = grow16(ws.dpAll, g.m*ld)
+	dst := ws.dpAll
+	parallel.For(g.m, max(1, prepackChunk/ld), func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			for pc := 0; pc < g.k; pc += kb {
+				kc := min(kb, g.k-pc)
+				off := i*ld + pc/kb*2*((kb+1)/2)
+				swapRow(dst[off:off+2*((kc+1)/2)], g.a16[i*g.lda+pc:i*g.lda+pc+kc])
+			}
+		}
+	})
+	g.aDP = dst
+}
+
+// swapRow copies the kc values of src into dst (kc rounded up to even)
+// with each pair's halves swapped, an odd kc's last pair (0, src[kc-1]).
+func swapRow(dst, src []uint16) {
+	kc := len(src)
+	for s := swapPairsAsm(dst, src); s < kc/2; s++ {
+		dst[2*s], dst[2*s+1] = src[2*s+1], src[2*s]
+	}
+	if kc%2 == 1 {
+		dst[kc-1], dst[kc] = 0, src[kc-1]
+	}
 }
 
 // tileDP is tile for a dp product: the same column blocks, k blocks (kc,

@@ -11,7 +11,8 @@ import (
 // block ends in a half pair), k over several blocks, every short tile of
 // rows, columns ending inside a DP panel and past a column block
 // (ncMaxDP), beta 0 and 1 onto C holding values, alpha not 1, serial and
-// parallel (B packed per chunk and shared), both layouts of B.
+// parallel (B packed per chunk and shared; A swapped per block and whole,
+// with odd k blocks), both layouts of B.
 func TestDPMatchesWidened(t *testing.T) {
 	if !useAsm || !useWide || !useDP {
 		t.Skip("no AVX-512 BF16 on this machine")
@@ -20,7 +21,7 @@ func TestDPMatchesWidened(t *testing.T) {
 	shapes := [][3]int{
 		{4, 32, 2}, {5, 33, 1}, {6, 64, 3}, {7, 16, 255}, {12, 31, 256}, {13, 100, 257},
 		{16, 352, 896}, {24, 80, 513}, {37, 200, 70}, {170, 48, 9}, {200, 4100, 40},
-		{256, 512, 300}, {96, 1024, 511}, {400, 96, 256},
+		{256, 512, 300}, {96, 1024, 511}, {400, 96, 256}, {64, 600, 257}, {4, 4100, 3}, {5, 4100, 129},
 	}
 	for i, s := range shapes {
 		for _, transB := range []bool{false, true} {

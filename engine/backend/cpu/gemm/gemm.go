@@ -109,6 +109,9 @@ type problem struct {
 	// bDP, when set, is all of op(B) in DP panels (prepackDP, or a PackedB
 	// made by PackBDP), for the VDPBF16PS kernels (dp.go).
 	bDP []uint16
+	// aDP, when set, is all of A (bf16, not transposed) with its pairs
+	// swapped for the VDPBF16PS kernels, rows of swappedLen (swapAll).
+	aDP []uint16
 }
 
 // prepackB packs all of op(B) into ws.b and points g.bPacked at it.
@@ -222,6 +225,13 @@ func (g *problem) parallel(chunkFlops int) {
 			g.prepackB(shared)
 		}
 	}
+	if dp && cols > 1 && g.m*g.swappedLen() <= prepackMax {
+		// Several column chunks need the same A blocks swapped: swap it
+		// once.
+		shared := getWorkspace()
+		defer putWorkspace(shared)
+		g.swapAll(shared)
+	}
 	parallel.For(rows*cols, 1, func(chunk, _, _ int) {
 		i0, j0 := (chunk/cols)*rowStep, (chunk%cols)*colStep
 		ws := getWorkspace()
@@ -232,6 +242,9 @@ func (g *problem) parallel(chunkFlops int) {
 
 func (g *problem) serial() {
 	ws := getWorkspace()
+	if g.dp() && g.n > ncMaxDP && g.m*g.swappedLen() <= prepackMax {
+		g.swapAll(ws) // for every column block
+	}
 	g.tile(0, g.m, 0, g.n, ws)
 	putWorkspace(ws)
 }
@@ -527,13 +540,14 @@ func (g *problem) microTile(ws *workspace, ap, av []float32, ald int, bp []float
 // loop reuses the same few megabytes instead of reallocating them after
 // every collection.
 type workspace struct {
-	a, b []float32
-	wa   []float32            // a block of a bf16 A widened (widenA)
-	wide []float32            // bf16 panels widened (see tile)
-	dp   []uint16             // all of op(B) in DP panels (prepackDP)
-	dpA  []uint16             // a block of A, pairs swapped (swapA)
-	dpB  []uint16             // a block of op(B) in DP panels (panelsDP)
-	edge [mr * 2 * nr]float32 // one tile, nr or 2·nr wide
+	a, b  []float32
+	wa    []float32            // a block of a bf16 A widened (widenA)
+	wide  []float32            // bf16 panels widened (see tile)
+	dp    []uint16             // all of op(B) in DP panels (prepackDP)
+	dpA   []uint16             // a block of A, pairs swapped (swapA)
+	dpAll []uint16             // all of A, pairs swapped (swapAll)
+	dpB   []uint16             // a block of op(B) in DP panels (panelsDP)
+	edge  [mr * 2 * nr]float32 // one tile, nr or 2·nr wide
 }
 
 // workspaces is the free list. It keeps at most maxFree workspaces between
