@@ -28,6 +28,10 @@ import "github.com/ragen-go/ragen/engine/parallel"
 const (
 	dpCols  = 2 * nr // columns of a DP panel: the 6×32 tile's
 	ncMaxDP = 4064   // ncMax rounded down to whole DP panels
+	// swapMax caps (in bf16 values, 64 MiB) the A that swapAll swaps
+	// whole: a training pass's 5,000–10,000 rows of 896 (the LM head's
+	// input) fit, a larger A is swapped block by block.
+	swapMax = 1 << 25
 )
 
 // useDP selects the VDPBF16PS kernels for SgemmBF16 (with useAsm and

@@ -225,7 +225,7 @@ func (g *problem) parallel(chunkFlops int) {
 			g.prepackB(shared)
 		}
 	}
-	if dp && cols > 1 && g.m*g.swappedLen() <= prepackMax {
+	if dp && cols > 1 && g.m*g.swappedLen() <= swapMax {
 		// Several column chunks need the same A blocks swapped: swap it
 		// once.
 		shared := getWorkspace()
@@ -242,7 +242,7 @@ func (g *problem) parallel(chunkFlops int) {
 
 func (g *problem) serial() {
 	ws := getWorkspace()
-	if g.dp() && g.n > ncMaxDP && g.m*g.swappedLen() <= prepackMax {
+	if g.dp() && g.n > ncMaxDP && g.m*g.swappedLen() <= swapMax {
 		g.swapAll(ws) // for every column block
 	}
 	g.tile(0, g.m, 0, g.n, ws)
