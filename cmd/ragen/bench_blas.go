@@ -155,6 +155,15 @@ func (t blasTuning) String() string {
 	switch {
 	case t.byUser:
 		fmt.Fprintf(&s, "peers run with your OPENBLAS_CORETYPE=%s", t.coreType)
+		// A machine-wide setting (some images set Haswell) can make the
+		// peer slower than OpenBLAS on its own: say so.
+		own, whose := t.detected, "OpenBLAS uses here on its own"
+		if t.fellBack {
+			own, whose = t.best, "this CPU allows"
+		}
+		if l := blasLevel(t.coreType); l >= 0 && l < blasLevel(own) {
+			fmt.Fprintf(&s, " (narrower than the %s %s: unset it for a tuned peer)", own, whose)
+		}
 	case t.coreType != "":
 		fmt.Fprintf(&s, "peers run with OPENBLAS_CORETYPE=%s", t.coreType)
 	default:

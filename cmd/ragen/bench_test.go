@@ -126,7 +126,11 @@ func TestBenchBLASTuningString(t *testing.T) {
 		{blasTuning{detected: "SkylakeX", best: "SkylakeX", torch: 1, blas: 2},
 			"OpenBLAS: detected SkylakeX on a CPU with AVX-512; peers run with OpenBLAS's own choice", ""},
 		{blasTuning{detected: "SkylakeX", best: "SkylakeX", coreType: "Haswell", byUser: true, torch: 1, blas: 2},
-			"OpenBLAS: detected SkylakeX on a CPU with AVX-512; peers run with your OPENBLAS_CORETYPE=Haswell", ""},
+			"OpenBLAS: detected SkylakeX on a CPU with AVX-512; peers run with your OPENBLAS_CORETYPE=Haswell (narrower than the SkylakeX OpenBLAS uses here on its own: unset it for a tuned peer), torch 1", ""},
+		{blasTuning{detected: "Cooperlake", best: "SkylakeX", coreType: "SkylakeX", byUser: true, torch: 1, blas: 2},
+			"OpenBLAS: detected Cooperlake on a CPU with AVX-512; peers run with your OPENBLAS_CORETYPE=SkylakeX, torch 1", ""},
+		{blasTuning{detected: "Prescott", fellBack: true, best: "SkylakeX", coreType: "Haswell", byUser: true, torch: 1, blas: 2},
+			"OpenBLAS: fell back to Prescott on a CPU with AVX-512; peers run with your OPENBLAS_CORETYPE=Haswell (narrower than the SkylakeX this CPU allows: unset it for a tuned peer)", ""},
 		{blasTuning{best: "Haswell", why: "gcc not found", torch: 1, blas: 2},
 			"OpenBLAS: core not detected (gcc not found) on a CPU with AVX2; peers run with OpenBLAS's own choice", ""},
 	} {

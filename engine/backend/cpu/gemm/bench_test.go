@@ -91,13 +91,14 @@ var decodeShapes = [][3]int{{16, 1152, 896}, {16, 896, 896}, {16, 9728, 896}, {1
 // fit the caches, so it is the decoder's case of products that read each
 // weight once per step.
 func BenchmarkPackedDecode(b *testing.B) {
-	for _, half := range []bool{false, true} {
+	for _, kind := range []string{"f32", "bf16", "dp"} {
+		if kind == "dp" && !HasDP() {
+			continue
+		}
+		half := kind != "f32"
 		for _, s := range decodeShapes {
 			m, n, k := s[0], s[1], s[2]
-			name := "f32"
-			if half {
-				name = "bf16"
-			}
+			name := kind
 			b.Run(fmt.Sprintf("%s/%dx%dx%d", name, m, n, k), func(b *testing.B) {
 				r := rand.New(rand.NewPCG(1, 1))
 				g := newCase(r, false, true, m, n, k, 1, 0, 0)
@@ -106,11 +107,23 @@ func BenchmarkPackedDecode(b *testing.B) {
 				if half {
 					p, bytes = PackBNarrow(nil, true, k, n, g.b, g.ldb), 2
 				}
+				var a16 []uint16
+				if kind == "dp" {
+					// A decoding step at BF16 precision: bf16 rows by DP
+					// panels (SgemmPackedBF16).
+					b16, _ := toBF16(g.b)
+					a16, _ = toBF16(g.a)
+					p = PackBDP(nil, true, k, n, b16, g.ldb)
+				}
 				flop := 2 * float64(m) * float64(n) * float64(k)
 				best := time.Duration(math.MaxInt64)
 				for b.Loop() {
 					start := time.Now()
-					SgemmPacked(m, 1, g.a, g.lda, p, 0, g.c, g.ldc)
+					if a16 != nil {
+						SgemmPackedBF16(m, 1, a16, g.lda, p, 0, g.c, g.ldc)
+					} else {
+						SgemmPacked(m, 1, g.a, g.lda, p, 0, g.c, g.ldc)
+					}
 					best = min(best, time.Since(start))
 				}
 				b.ReportMetric(flop/best.Seconds()/1e9, "best-GFLOP/s")
