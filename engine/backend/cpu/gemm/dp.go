@@ -238,17 +238,7 @@ func (g *problem) tileDP(i0, m, j0, n int, ws *workspace) {
 						}
 						edge := ws.edge[:mr*dpCols]
 						kernelDP(h, kp, av[ir*ald:], ald, pan, edge, dpCols, g.alpha, 0)
-						for i := range h {
-							dst := g.c[off+i*g.ldc : off+i*g.ldc+w]
-							src := edge[i*dpCols : i*dpCols+w]
-							if beta == 0 {
-								copy(dst, src)
-								continue
-							}
-							for j := range dst {
-								dst[j] = src[j] + dst[j]
-							}
-						}
+						g.mergeEdge(off, edge, dpCols, h, w, beta)
 					}
 				}
 			}

@@ -522,6 +522,13 @@ func (g *problem) microTile(ws *workspace, ap, av []float32, ald int, bp []float
 	}
 	edge := ws.edge[:mr*span]
 	run(edge, span, 0)
+	g.mergeEdge(off, edge, span, h, w, beta)
+}
+
+// mergeEdge merges the h×w corner of a tile computed into edge (alpha·acc,
+// rows span apart) into C at off: C = edge + beta·C, rounded twice (C
+// overwritten at beta 0).
+func (g *problem) mergeEdge(off int, edge []float32, span, h, w int, beta float32) {
 	for i := 0; i < h; i++ {
 		dst := g.c[off+i*g.ldc : off+i*g.ldc+w]
 		src := edge[i*span : i*span+w]
