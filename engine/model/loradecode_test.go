@@ -253,4 +253,26 @@ func TestLoRADecoderSharesBasePanels(t *testing.T) {
 	if !slices.Equal(run(), first) {
 		t.Fatal("panels packed again from the same weights give other logits")
 	}
+	// ReleaseDecodePanels, called on the adapter model, drops its base's
+	// panels; a decoder open at the call keeps decoding on them, and the
+	// next decoder packs them again, to the same logits.
+	open, err := a.NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	a.ReleaseDecodePanels()
+	if base.panels != nil {
+		t.Fatal("ReleaseDecodePanels kept the base's panels")
+	}
+	out, err := open.Append([]int{0, 1}, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out, first) {
+		t.Fatal("a decoder open at ReleaseDecodePanels decodes other logits")
+	}
+	if !slices.Equal(run(), first) {
+		t.Fatal("panels packed again after ReleaseDecodePanels give other logits")
+	}
 }
