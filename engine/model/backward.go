@@ -61,6 +61,11 @@ func (m *Model) Backward(g Grad) error {
 	if m.base != nil {
 		needs = append(needs, need{&ws.dnorm, d}, need{&ws.du, T * m.rank()})
 	}
+	H := T // the LM head's rows
+	if useLM && ws.compact {
+		H = len(ws.head)
+		needs = append(needs, need{&ws.dlnH, max(1, H) * d})
+	}
 	if err := m.grow(needs...); err != nil {
 		return fmt.Errorf("backward: %w", err)
 	}
@@ -78,21 +83,37 @@ func (m *Model) Backward(g Grad) error {
 	b.Zero(ws.dln)
 	if useLM {
 		ws.dlpRow, ws.dentRow = unalignRows(ws.dlpRow, g.LogProb, ws.lens), unalignRows(ws.dentRow, g.Entropy, ws.lens)
-		if err := b.Upload(ws.dlp, ws.dlpRow); err != nil {
+		if err := ws.checkHeadGrads(); err != nil {
+			return err
+		}
+		xh, dxh := x, ws.dln
+		if ws.compact { // the wanted rows only, gathered as Forward did
+			for k, r := range ws.head {
+				ws.dlpRow[k], ws.dentRow[k] = ws.dlpRow[r], ws.dentRow[r] // k ≤ r: in place
+			}
+			xh, dxh = m.in(0, ws.lnfH, H*d), ws.dlnH
+			b.Zero(dxh)
+		}
+		if err := b.Upload(ws.dlp, ws.dlpRow[:H]); err != nil {
 			return fmt.Errorf("backward: %w", err)
 		}
-		if err := b.Upload(ws.dent, ws.dentRow); err != nil {
+		if err := b.Upload(ws.dent, ws.dentRow[:H]); err != nil {
 			return fmt.Errorf("backward: %w", err)
 		}
-		for r0 := 0; r0 < T; r0 += ws.headRows {
-			n := min(ws.headRows, T-r0)
-			logits, xr := b.Slice(ws.logits, 0, n*V), b.Slice(x, r0*d, n*d)
-			if ws.headRows < T { // Forward kept only the last block's logits
+		for r0 := 0; r0 < H; r0 += ws.headRows {
+			n := min(ws.headRows, H-r0)
+			logits, xr := b.Slice(ws.logits, 0, n*V), b.Slice(xh, r0*d, n*d)
+			if ws.headRows < H { // Forward kept only the last block's logits
 				m.linear(logits, xr, mw.lmHead, nil, n, d, V)
 			}
-			b.LogSoftmaxBackward(logits, logits, b.Slice(ws.lse, r0, n), b.Slice(ws.ent, r0, n), ws.targets[r0:r0+n],
+			b.LogSoftmaxBackward(logits, logits, b.Slice(ws.lse, r0, n), b.Slice(ws.ent, r0, n), ws.headTargets[r0:r0+n],
 				b.Slice(ws.dlp, r0, n), b.Slice(ws.dent, r0, n), n, V)
-			m.linearBackward(b.Slice(ws.dln, r0*d, n*d), m.g.lmHead, nil, logits, xr, mw.lmHead, nil, n, d, V)
+			m.linearBackward(b.Slice(dxh, r0*d, n*d), m.g.lmHead, nil, logits, xr, mw.lmHead, nil, n, d, V)
+		}
+		if ws.compact {
+			// Scattered into their rows of the zeroed dln (a row each).
+			b.EmbeddingBackward(ws.dln, dxh, ws.head, H, d)
+			x = m.in(0, ws.lnf, T*d) // the head's rows took slot 0
 		}
 	}
 	if g.Value != nil {
@@ -178,6 +199,20 @@ func unalignRows(row, g []float32, lens []int) []float32 {
 	return row
 }
 
+// checkHeadGrads reports a log-prob or entropy gradient (the row forms
+// dlpRow, dentRow) at a token Forward was not asked for (Want.Targets).
+func (ws *workspace) checkHeadGrads() error {
+	if ws.rowWanted == nil {
+		return nil
+	}
+	for r, ok := range ws.rowWanted {
+		if !ok && (ws.dlpRow[r] != 0 || ws.dentRow[r] != 0) {
+			return fmt.Errorf("backward: a log-prob or entropy gradient at token %d, which Forward was not asked for (Want.Targets): ask for it, or give it 0", r+1)
+		}
+	}
+	return nil
+}
+
 // CrossEntropy is the supervised next-token loss for SFT and language
 // modelling: the mean of −LogProb[i] over the tokens i where mask[i] is
 // true (nil mask: every token; the first token of a sequence never counts,
@@ -187,7 +222,7 @@ func (m *Model) CrossEntropy(tokens, lens []int, mask []bool) (float32, error) {
 	if mask != nil && len(mask) != len(tokens) {
 		return 0, fmt.Errorf("cross-entropy: mask has %d entries, the batch has %d tokens", len(mask), len(tokens))
 	}
-	out, err := m.Forward(tokens, lens, Want{LM: true})
+	out, err := m.Forward(tokens, lens, Want{LM: true, Targets: mask})
 	if err != nil {
 		return 0, err
 	}

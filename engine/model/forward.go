@@ -14,6 +14,16 @@ type Want struct {
 	LM     bool // log-probabilities and entropies (needs the LM head)
 	Value  bool // values (needs the value head)
 	Logits bool // also return every position's logits (implies LM)
+	// Targets, with LM, are the tokens whose log-probability and entropy
+	// are wanted, aligned as Output (entry i: LogProb[i], Entropy[i]);
+	// nil: every token's. The others come out 0, and Backward takes no
+	// gradient there. An RL update wants its responses' tokens only: the
+	// prompt and the environment's tokens are context. Where the head
+	// takes no gradient (an adapter model's, a frozen base's) it then runs
+	// on the wanted rows alone — the same numbers for them, and on
+	// Qwen2.5-0.5B with RAGEN's prompts a fifth of a pass's products and
+	// most of its log-softmax saved (decision 54).
+	Targets []bool
 }
 
 // Output holds Forward's per-token results for a packed batch of T tokens.
@@ -51,23 +61,32 @@ type layerActs struct {
 // workspace holds the last Forward's inputs and activations and the scratch
 // of Backward. Buffers grow to the largest batch seen and are then reused.
 type workspace struct {
-	T          int
-	tokens     []int // copy of the batch
-	lens       []int
-	pos        []int // position of each token within its sequence
-	targets    []int // [T] token predicted at row t, −1 at a sequence end
-	layers     []layerActs
-	final      backend.Buffer // [T, d] last block output
-	lnf, rstdf backend.Buffer
-	logits     backend.Buffer // [headRows, V]; becomes ∂loss/∂logits in Backward
-	headRows   int            // rows per block of the LM head (T: one block)
-	lse        backend.Buffer // [T]
-	lp, ent    backend.Buffer // [T] log-prob of targets[t] and entropy at row t
-	val        backend.Buffer // [T] value at row t
-	shared     bool           // SetRecompute: every block uses layer 0's activation buffers
-	held       int            // the block whose activations the buffers hold, then
-	lm, value  bool           // heads evaluated by the last Forward
-	fresh      bool           // Forward ran and Backward has not consumed it yet
+	T       int
+	tokens  []int // copy of the batch
+	lens    []int
+	pos     []int // position of each token within its sequence
+	targets []int // [T] token predicted at row t, −1 at a sequence end
+	// The LM head's rows (Want.Targets): rowWanted[t] says row t's target
+	// is wanted (nil: all are); compact, the head runs on the wanted rows
+	// only, head, gathered into lnfH (their targets headTargets, which
+	// is targets otherwise).
+	rowWanted   []bool
+	compact     bool
+	head        []int
+	headTargets []int
+	lnfH        backend.Buffer // [len(head), d]
+	layers      []layerActs
+	final       backend.Buffer // [T, d] last block output
+	lnf, rstdf  backend.Buffer
+	logits      backend.Buffer // [headRows, V]; becomes ∂loss/∂logits in Backward
+	headRows    int            // rows per block of the LM head (all its rows: one block)
+	lse         backend.Buffer // [T], the first len(head) when compact
+	lp, ent     backend.Buffer // [T] log-prob of targets[t] and entropy at row t (compact: of head[k])
+	val         backend.Buffer // [T] value at row t
+	shared      bool           // SetRecompute: every block uses layer 0's activation buffers
+	held        int            // the block whose activations the buffers hold, then
+	lm, value   bool           // heads evaluated by the last Forward
+	fresh       bool           // Forward ran and Backward has not consumed it yet
 
 	// Backward scratch.
 	dres, dln      backend.Buffer // [T, d]
@@ -76,6 +95,7 @@ type workspace struct {
 	datt           backend.Buffer // AttentionStore floats
 	dgate, dup, dh backend.Buffer // [T, I]
 	dlp, dent, dvl backend.Buffer // [T] row gradients of the heads
+	dlnH           backend.Buffer // [len(head), d] ∂loss/∂lnfH, compact
 	dnorm          backend.Buffer // [d] the discarded gradient of a frozen norm
 	du             backend.Buffer // [T, r] an adapter's s·g·B
 
@@ -83,7 +103,7 @@ type workspace struct {
 
 	// Host copies: per-row results, Forward's aligned Output, Backward's
 	// row gradients.
-	rows                     []float32
+	rows, rowsH              []float32
 	out                      Output
 	lpHost, entHost, valHost []float32
 	logitsHost               []float32 // Want.Logits, downloaded off the CPU
@@ -93,8 +113,8 @@ type workspace struct {
 
 // buffers lists every backend buffer of the workspace.
 func (ws *workspace) buffers() []backend.Buffer {
-	bufs := []backend.Buffer{ws.final, ws.lnf, ws.rstdf, ws.logits, ws.lse, ws.lp, ws.ent, ws.val,
-		ws.dres, ws.dln, ws.dq, ws.dattOut, ws.dk, ws.dv, ws.datt, ws.dgate, ws.dup, ws.dh, ws.dlp, ws.dent, ws.dvl, ws.dnorm, ws.du, ws.attMap}
+	bufs := []backend.Buffer{ws.final, ws.lnf, ws.rstdf, ws.lnfH, ws.logits, ws.lse, ws.lp, ws.ent, ws.val,
+		ws.dres, ws.dln, ws.dlnH, ws.dq, ws.dattOut, ws.dk, ws.dv, ws.datt, ws.dgate, ws.dup, ws.dh, ws.dlp, ws.dent, ws.dvl, ws.dnorm, ws.du, ws.attMap}
 	for i, a := range ws.layers {
 		bufs = append(bufs, a.resid)
 		if i == 0 || !ws.shared {
@@ -195,6 +215,9 @@ func (m *Model) Forward(tokens, lens []int, want Want) (*Output, error) {
 	if err := c.checkBatch(tokens, lens); err != nil {
 		return nil, fmt.Errorf("forward: %w", err)
 	}
+	if want.Targets != nil && len(want.Targets) != len(tokens) {
+		return nil, fmt.Errorf("forward: Want.Targets has %d entries, the batch has %d tokens", len(want.Targets), len(tokens))
+	}
 	if err := m.prepare(tokens, lens, want); err != nil {
 		return nil, fmt.Errorf("forward: %w", err)
 	}
@@ -225,15 +248,22 @@ func (m *Model) Forward(tokens, lens []int, want Want) (*Output, error) {
 	ws.rows = growHost(ws.rows, T)
 	if want.LM {
 		// The head in blocks of headRows rows (one block unless the
-		// logits would outgrow maxHeadLogits; see there).
-		for r0 := 0; r0 < T; r0 += ws.headRows {
-			n := min(ws.headRows, T-r0)
-			logits := b.Slice(ws.logits, 0, n*V)
-			m.linear(logits, b.Slice(x, r0*d, n*d), mw.lmHead, nil, n, d, V)
-			b.LogSoftmaxForward(b.Slice(ws.lse, r0, n), b.Slice(ws.lp, r0, n), b.Slice(ws.ent, r0, n), logits, ws.targets[r0:r0+n], n, V)
+		// logits would outgrow maxHeadLogits; see there), over the wanted
+		// rows alone when compact.
+		xh, H := x, T
+		if ws.compact {
+			H = len(ws.head)
+			b.EmbeddingForward(ws.lnfH, ws.head, ws.lnf, H, d) // a row gather
+			xh = m.in(0, ws.lnfH, H*d)
 		}
-		if ws.lpHost, err = m.aligned(ws.lpHost, ws.lp); err == nil {
-			ws.entHost, err = m.aligned(ws.entHost, ws.ent)
+		for r0 := 0; r0 < H; r0 += ws.headRows {
+			n := min(ws.headRows, H-r0)
+			logits := b.Slice(ws.logits, 0, n*V)
+			m.linear(logits, b.Slice(xh, r0*d, n*d), mw.lmHead, nil, n, d, V)
+			b.LogSoftmaxForward(b.Slice(ws.lse, r0, n), b.Slice(ws.lp, r0, n), b.Slice(ws.ent, r0, n), logits, ws.headTargets[r0:r0+n], n, V)
+		}
+		if ws.lpHost, err = m.headAligned(ws.lpHost, ws.lp); err == nil {
+			ws.entHost, err = m.headAligned(ws.entHost, ws.ent)
 		}
 		ws.out.LogProb, ws.out.Entropy = ws.lpHost, ws.entHost
 		if want.Logits && err == nil {
@@ -247,6 +277,9 @@ func (m *Model) Forward(tokens, lens []int, want Want) (*Output, error) {
 		}
 	}
 	if want.Value && err == nil {
+		if ws.compact {
+			x = m.in(0, ws.lnf, T*d) // the head's rows took slot 0
+		}
 		m.linear(ws.val, x, mw.valueW, m.p.valueB, T, d, 1)
 		ws.valHost, err = m.aligned(ws.valHost, ws.val)
 		ws.out.Value = ws.valHost
@@ -352,14 +385,91 @@ func (m *Model) aligned(dst []float32, rows backend.Buffer) ([]float32, error) {
 	if err := m.b.Download(ws.rows, rows); err != nil {
 		return dst, err
 	}
-	dst = growHost(dst, ws.T)
+	return alignRows(dst, ws.rows, ws.lens), nil
+}
+
+// headAligned is aligned for the LM head's results: when compact, the
+// rows of ws.head are put in place first, every other row 0; the tokens
+// not wanted (Want.Targets) get 0.
+func (m *Model) headAligned(dst []float32, rows backend.Buffer) ([]float32, error) {
+	ws := &m.ws
+	if !ws.compact {
+		dst, err := m.aligned(dst, rows)
+		if err != nil || ws.rowWanted == nil {
+			return dst, err
+		}
+		dst = dst[:ws.T]
+		o := 0
+		for _, L := range ws.lens {
+			for i := 1; i < L; i++ {
+				if !ws.rowWanted[o+i-1] {
+					dst[o+i] = 0
+				}
+			}
+			o += L
+		}
+		return dst, nil
+	}
+	ws.rowsH = growHost(ws.rowsH, len(ws.head))
+	if err := m.b.Download(ws.rowsH, rows); err != nil {
+		return dst, err
+	}
+	clear(ws.rows)
+	for k, r := range ws.head {
+		ws.rows[r] = ws.rowsH[k]
+	}
+	return alignRows(dst, ws.rows, ws.lens), nil
+}
+
+// alignRows maps per-row results to per-token ones (see Output):
+// dst[i] = rows[i−1] within each sequence of lengths lens, dst[first] = 0.
+func alignRows(dst, rows []float32, lens []int) []float32 {
+	T := 0
+	for _, L := range lens {
+		T += L
+	}
+	dst = growHost(dst, T)
 	o := 0
-	for _, L := range ws.lens {
+	for _, L := range lens {
 		dst[o] = 0
-		copy(dst[o+1:o+L], ws.rows[o:o+L-1])
+		copy(dst[o+1:o+L], rows[o:o+L-1])
 		o += L
 	}
-	return dst, nil
+	return dst
+}
+
+// headRowsOf sets the LM head's rows of the batch prepare copied (see
+// workspace.rowWanted) from want.Targets and returns their number: the
+// wanted rows when compact, else T. Compact where only some rows are
+// wanted and the head takes no gradient (its weight gradient sums over
+// the rows, in blocks that fewer rows would move) and no logits are asked
+// for.
+func (m *Model) headRowsOf(want Want) int {
+	ws := &m.ws
+	ws.rowWanted, ws.compact, ws.head, ws.headTargets = nil, false, ws.head[:0], ws.targets
+	if !want.LM || want.Targets == nil {
+		return ws.T
+	}
+	ws.rowWanted = make([]bool, ws.T)
+	o := 0
+	for _, L := range ws.lens {
+		for i := 0; i+1 < L; i++ {
+			if want.Targets[o+i+1] {
+				ws.rowWanted[o+i] = true
+				ws.head = append(ws.head, o+i)
+			}
+		}
+		o += L
+	}
+	if m.g.lmHead != nil || want.Logits || len(ws.head) == ws.T {
+		return ws.T
+	}
+	ws.compact = true
+	ws.headTargets = make([]int, len(ws.head))
+	for k, r := range ws.head {
+		ws.headTargets[k] = ws.targets[r]
+	}
+	return len(ws.head)
 }
 
 // prepare copies the batch into the workspace, derives positions and
@@ -401,12 +511,16 @@ func (m *Model) prepare(tokens, lens []int, want Want) error {
 			need{&a.gate, T * I}, need{&a.up, T * I}, need{&a.h, T * I})
 	}
 	needs = append(needs, need{&ws.final, T * d}, need{&ws.lnf, T * d}, need{&ws.rstdf, T})
-	ws.headRows = T
-	if want.LM && !want.Logits && T*V > maxHeadLogits {
+	H := m.headRowsOf(want)
+	ws.headRows = max(1, H)
+	if want.LM && !want.Logits && H*V > maxHeadLogits {
 		ws.headRows = max(1, maxHeadLogits/V)
 	}
 	if want.LM {
 		needs = append(needs, need{&ws.logits, ws.headRows * V}, need{&ws.lse, T}, need{&ws.lp, T}, need{&ws.ent, T})
+	}
+	if ws.compact {
+		needs = append(needs, need{&ws.lnfH, max(1, H) * d})
 	}
 	if want.Value {
 		needs = append(needs, need{&ws.val, T})

@@ -39,6 +39,18 @@ func pack(trajs []*rollout.Trajectory) (tokens, lens []int) {
 	return tokens, lens
 }
 
+// agentTargets is the Agent masks of trajs, packed as pack packs their
+// tokens: the tokens whose log-probabilities and entropies the trainer
+// reads (the loss, the KL, the entropy metrics and filters all cover the
+// agent's tokens only), as Want.Targets.
+func agentTargets(trajs []*rollout.Trajectory) []bool {
+	var out []bool
+	for _, t := range trajs {
+		out = append(out, t.Agent...)
+	}
+	return out
+}
+
 // unpack splits a packed per-token array into per-trajectory float64 rows.
 func unpack(x []float32, lens []int) [][]float64 {
 	rows := make([][]float64, len(lens))
@@ -78,6 +90,9 @@ const maxForwardTokens = 16384
 func evaluate(n *model.Model, trajs []*rollout.Trajectory, want model.Want, limit int) (logp, ent, val [][]float64, err error) {
 	for _, p := range forwardChunks(trajs, limit) {
 		tokens, lens := pack(trajs[p[0]:p[1]])
+		if want.LM {
+			want.Targets = agentTargets(trajs[p[0]:p[1]])
+		}
 		out, err := n.Forward(tokens, lens, want)
 		if err != nil {
 			return nil, nil, nil, err

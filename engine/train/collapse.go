@@ -418,11 +418,12 @@ func (t *Trainer) crossScore(xs, zs [][]int, groups, pick []int) (crossScores, e
 	type cell struct{ r, j int }
 	var cells []cell
 	var tokens, lens []int
+	var targets []bool // the response's tokens: their log-probs are read
 	flush := func() error {
 		if len(cells) == 0 {
 			return nil
 		}
-		out, err := t.policy.Forward(tokens, lens, model.Want{LM: true})
+		out, err := t.policy.Forward(tokens, lens, model.Want{LM: true, Targets: targets})
 		if err != nil {
 			return err
 		}
@@ -437,7 +438,7 @@ func (t *Trainer) crossScore(xs, zs [][]int, groups, pick []int) (crossScores, e
 			s.tok[c.r][c.j] = sum / float64(max(1, lens[k]-lx))
 			o += lens[k]
 		}
-		cells, tokens, lens = cells[:0], tokens[:0], lens[:0]
+		cells, tokens, lens, targets = cells[:0], tokens[:0], lens[:0], targets[:0]
 		return nil
 	}
 	for j, p := range prompts {
@@ -451,6 +452,10 @@ func (t *Trainer) crossScore(xs, zs [][]int, groups, pick []int) (crossScores, e
 			cells = append(cells, cell{r, j})
 			tokens = append(append(tokens, p...), z[r]...)
 			lens = append(lens, L)
+			targets = append(targets, make([]bool, len(p))...)
+			for range z[r] {
+				targets = append(targets, true)
+			}
 		}
 	}
 	return s, flush()

@@ -230,7 +230,7 @@ func (t *Trainer) actorGradsShared(step int, b *batch, lo, hi, _ int, terms []lo
 	units := t.units(trajs)
 	forward := func(u int) (*model.Output, []int, error) {
 		tokens, lens := pack(trajs[units[u][0]:units[u][1]])
-		out, err := t.policy.Forward(tokens, lens, model.Want{LM: true})
+		out, err := t.policy.Forward(tokens, lens, model.Want{LM: true, Targets: agentTargets(trajs[units[u][0]:units[u][1]])})
 		if err != nil {
 			return nil, nil, fmt.Errorf("step %d: actor forward: %w", step, err)
 		}
@@ -380,6 +380,9 @@ func (t *Trainer) evaluateShared(m *model.Model, trajs []*rollout.Trajectory, wa
 	for _, u := range t.own(len(chunks)) {
 		p := chunks[u]
 		tokens, lens := pack(trajs[p[0]:p[1]])
+		if want.LM {
+			want.Targets = agentTargets(trajs[p[0]:p[1]])
+		}
 		out, err := m.Forward(tokens, lens, want)
 		if err != nil {
 			return nil, nil, nil, err

@@ -702,7 +702,7 @@ func (t *Trainer) actorGrads(step int, b *batch, lo, hi, limit int, terms []loss
 	var logp, ent [][]float64
 	for _, p := range parts {
 		tokens, lens := pack(trajs[p[0]:p[1]])
-		out, err := t.policy.Forward(tokens, lens, model.Want{LM: true})
+		out, err := t.policy.Forward(tokens, lens, model.Want{LM: true, Targets: agentTargets(trajs[p[0]:p[1]])})
 		if err != nil {
 			return loss, false, fmt.Errorf("step %d: actor forward: %w", step, err)
 		}
@@ -722,7 +722,7 @@ func (t *Trainer) actorGrads(step int, b *batch, lo, hi, limit int, terms []loss
 			// The activations are the last part's, of the first term: run
 			// any other part, or any part again, forward first.
 			if len(parts) > 1 || k > 0 {
-				if _, err := t.policy.Forward(tokens, lens, model.Want{LM: true}); err != nil {
+				if _, err := t.policy.Forward(tokens, lens, model.Want{LM: true, Targets: agentTargets(trajs[p[0]:p[1]])}); err != nil {
 					return loss, false, fmt.Errorf("step %d: actor forward: %w", step, err)
 				}
 			}
