@@ -26,8 +26,12 @@ import "github.com/ragen-go/ragen/engine/parallel"
 // unchanged, and a chain started from +0 never holds −0.
 
 const (
-	dpCols  = 2 * nr // columns of a DP panel: the 6×32 tile's
-	ncMaxDP = 4064   // ncMax rounded down to whole DP panels
+	dpCols = 2 * nr // columns of a DP panel: the 12×32 tile's
+	// mrDP is the rows of the VDPBF16PS tile: twice mr, in AVX-512's 32
+	// registers (24 sums), so that each pair step of a B panel is read once
+	// for 12 rows (see dpKernels in internal/asmgen).
+	mrDP    = 2 * mr
+	ncMaxDP = 4064 // ncMax rounded down to whole DP panels
 	// swapMax caps (in bf16 values, 64 MiB) the A that swapAll swaps
 	// whole: a training pass's 5,000–10,000 rows of 896 (the LM head's
 	// input) fit, a larger A is swapped block by block.
@@ -227,8 +231,8 @@ func (g *problem) tileDP(i0, m, j0, n int, ws *workspace) {
 				for jr := 0; jr < nc; jr += dpCols {
 					pan := bp[jr*2*kp : (jr+dpCols)*2*kp]
 					w := min(dpCols, nc-jr)
-					for ir := 0; ir < mc; ir += mr {
-						h := min(mr, mc-ir)
+					for ir := 0; ir < mc; ir += mrDP {
+						h := min(mrDP, mc-ir)
 						off := (i0+ic+ir)*g.ldc + j0 + jc + jr
 						if w == dpCols {
 							// beta is 0 or 1: the kernel's merge rounds as
@@ -236,7 +240,7 @@ func (g *problem) tileDP(i0, m, j0, n int, ws *workspace) {
 							kernelDP(h, kp, av[ir*ald:], ald, pan, g.c[off:], g.ldc, g.alpha, beta)
 							continue
 						}
-						edge := ws.edge[:mr*dpCols]
+						edge := ws.edge[:mrDP*dpCols]
 						kernelDP(h, kp, av[ir*ald:], ald, pan, edge, dpCols, g.alpha, 0)
 						g.mergeEdge(off, edge, dpCols, h, w, beta)
 					}

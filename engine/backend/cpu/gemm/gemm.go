@@ -209,6 +209,7 @@ func (g *problem) parallel(chunkFlops int) {
 	dp := g.dp()
 	if dp {
 		colStep = roundUp(colStep, dpCols) // chunks of whole DP panels
+		rowStep = roundUp(rowStep, mrDP)   // and of whole DP tiles of rows
 	}
 	rows := (g.m + rowStep - 1) / rowStep
 	cols := (g.n + colStep - 1) / colStep
@@ -548,13 +549,13 @@ func (g *problem) mergeEdge(off int, edge []float32, span, h, w int, beta float3
 // every collection.
 type workspace struct {
 	a, b  []float32
-	wa    []float32            // a block of a bf16 A widened (widenA)
-	wide  []float32            // bf16 panels widened (see tile)
-	dp    []uint16             // all of op(B) in DP panels (prepackDP)
-	dpA   []uint16             // a block of A, pairs swapped (swapA)
-	dpAll []uint16             // all of A, pairs swapped (swapAll)
-	dpB   []uint16             // a block of op(B) in DP panels (panelsDP)
-	edge  [mr * 2 * nr]float32 // one tile, nr or 2·nr wide
+	wa    []float32              // a block of a bf16 A widened (widenA)
+	wide  []float32              // bf16 panels widened (see tile)
+	dp    []uint16               // all of op(B) in DP panels (prepackDP)
+	dpA   []uint16               // a block of A, pairs swapped (swapA)
+	dpAll []uint16               // all of A, pairs swapped (swapAll)
+	dpB   []uint16               // a block of op(B) in DP panels (panelsDP)
+	edge  [mrDP * 2 * nr]float32 // one tile, nr or 2·nr wide (mr or mrDP rows)
 }
 
 // workspaces is the free list. It keeps at most maxFree workspaces between

@@ -14,7 +14,7 @@ var useWide = cpu.X86.HasAVX512F
 // hasBF16: the CPU has AVX-512 BF16's VDPBF16PS (see dp.go).
 var hasBF16 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BF16
 
-// kernelDP computes the tile of h ≤ mr rows and dpCols columns C =
+// kernelDP computes the tile of h ≤ mrDP rows and dpCols columns C =
 // alpha·A·B + beta·C from kp pair steps of a swapped bf16 A read in place
 // (row i at a[i·lda:]) and one DP panel b (see dp.go). It needs useDP.
 func kernelDP(h, kp int, a []uint16, lda int, b []uint16, c []float32, ldc int, alpha, beta float32) {
@@ -25,8 +25,9 @@ func kernelDP(h, kp int, a []uint16, lda int, b []uint16, c []float32, ldc int, 
 }
 
 // dpRowKernels[h] is the VDPBF16PS kernel for h rows.
-var dpRowKernels = [mr + 1]func(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha, beta float32){
+var dpRowKernels = [mrDP + 1]func(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha, beta float32){
 	1: kernelDPRows1, 2: kernelDPRows2, 3: kernelDPRows3, 4: kernelDPRows4, 5: kernelDPRows5, 6: kernelDPRows,
+	7: kernelDPRows7, 8: kernelDPRows8, 9: kernelDPRows9, 10: kernelDPRows10, 11: kernelDPRows11, 12: kernelDPRows12,
 }
 
 // kernel computes one mr×nr tile: C = alpha·(packed a)·(packed b) + beta·C.

@@ -163,6 +163,30 @@ func kernelAVX512BF16Rows2(kc int, a *float32, lda int, b *uint16, c *float32, l
 // Requires AVX-512F.
 func kernelAVX512BF16Rows1(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
 
+// kernelDPRows12 is kernelDPRows for a tile of 12 rows (12 rows of A and of C).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRows12(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRows11 is kernelDPRows for a tile of 11 rows (11 rows of A and of C).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRows11(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRows10 is kernelDPRows for a tile of 10 rows (10 rows of A and of C).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRows10(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRows9 is kernelDPRows for a tile of 9 rows (9 rows of A and of C).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRows9(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRows8 is kernelDPRows for a tile of 8 rows (8 rows of A and of C).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRows8(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRows7 is kernelDPRows for a tile of 7 rows (7 rows of A and of C).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRows7(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
 // kernelDPRows computes the 6×32 tile C = alpha·A·B + beta·C over kp pair steps of
 // bfloat16 A (in place, pairs swapped) and one DP panel of B (see dpKernels).
 // Requires AVX-512F and AVX512_BF16.

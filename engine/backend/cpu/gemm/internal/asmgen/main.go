@@ -40,6 +40,7 @@ const (
 	nr     = 16 // columns of the tile (two YMM registers)
 	dpCols = 32 // columns of a DP panel (dpKernels)
 	unroll = 4  // k steps per loop iteration
+	mrDP   = 12 // rows of the VDPBF16PS tile (dpKernels)
 )
 
 func main() {
@@ -870,8 +871,9 @@ func combineKernels() {
 	RET()
 }
 
-// dpKernels emits kernelDPRows, kernelDPRows1 … kernelDPRows5: the 6×32
-// tile (and the 1–5 rows at the bottom) of a product of bfloat16 A and B
+// dpKernels emits kernelDPRows1 … kernelDPRows12 (the 6-row one is
+// kernelDPRows): the 12×32 tile (and the 1–11 rows at the bottom) of a
+// product of bfloat16 A and B
 // with AVX-512 BF16's VDPBF16PS, which multiplies pairs of bf16 values and
 // adds the two products to a float32 accumulator, each with its own
 // rounding, the high halves of the pair first (the Intel SDM's order;
@@ -884,29 +886,38 @@ func combineKernels() {
 // A is read in place, row i of the tile at a + i·lda (lda in bf16 values),
 // k pair s at byte offset 4s; B is one 32-column DP panel, kp pair steps of
 // 32 dwords (column j's pair at dword j). The tile's two accumulators per
-// row are columns 0–15 and 16–31. The store is storeTile's.
+// row are columns 0–15 and 16–31: Z0–Z11 for rows 0–5, Z16–Z27 for rows
+// 6–11 (AVX-512's upper registers), B in Z12–Z13, A's pairs broadcast into
+// Z14–Z15. Twelve rows read each pair step of B once for 24 instructions,
+// where six read it twice: a decoding step's 16 rows stream its weights
+// from memory once at full rate and once from L1, not once and twice.
+// The store is storeTile's.
 func dpKernels() {
-	t := tile{name: "kernelDP", acc: avx512.acc, b: avx512.b, bc: avx512.bc, vecBytes: 64, panels: 2, isa: "AVX-512F and AVX512_BF16"}
-	for h := mr; h >= 1; h-- {
-		name := "kernelDPRows"
-		doc := []string{
-			"kernelDPRows computes the 6×32 tile C = alpha·A·B + beta·C over kp pair steps of",
-			"bfloat16 A (in place, pairs swapped) and one DP panel of B (see dpKernels).",
-		}
-		if h < mr {
-			name = fmt.Sprintf("kernelDPRows%d", h)
-			doc = []string{fmt.Sprintf("%s is kernelDPRows for a tile of %d rows (%d rows of A and of C).", name, h, h)}
+	acc := append(append([]VecPhysical{}, avx512.acc...), Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
+	t := tile{name: "kernelDP", acc: acc, b: avx512.b, bc: avx512.bc, vecBytes: 64, panels: 2, isa: "AVX-512F and AVX512_BF16"}
+	for h := mrDP; h >= 1; h-- {
+		name := fmt.Sprintf("kernelDPRows%d", h)
+		doc := []string{fmt.Sprintf("%s is kernelDPRows for a tile of %d rows (%d rows of A and of C).", name, h, h)}
+		if h == mr {
+			name = "kernelDPRows"
+			doc = []string{
+				"kernelDPRows computes the 6×32 tile C = alpha·A·B + beta·C over kp pair steps of",
+				"bfloat16 A (in place, pairs swapped) and one DP panel of B (see dpKernels).",
+			}
 		}
 		TEXT(name, NOSPLIT, "func(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)")
 		Doc(append(doc, "Requires "+t.isa+".")...)
 		row0 := Load(Param("a"), RSI)
 		lda := Load(Param("lda"), R10)
 		SHLQ(U8(1), lda) // bytes per row of A
-		row3 := R9
-		LEAQ(Mem{Base: row0, Index: lda, Scale: 2}, row3)
-		ADDQ(lda, row3) // row3 = row0 + 3·lda
+		// Row bases: rows 0, 3, 6 and 9; the rows between by lda·1, lda·2.
+		bases := []Register{row0, R9, R11, R12}[:(h+2)/3]
+		for i := 1; i < len(bases); i++ {
+			LEAQ(Mem{Base: bases[i-1], Index: lda, Scale: 2}, bases[i])
+			ADDQ(lda, bases[i]) // row 3i = row 3(i−1) + 3·lda
+		}
 		aAt := func(s, i int) Mem {
-			m := Mem{Base: []Register{row0, row3}[i/3], Disp: 4 * s}
+			m := Mem{Base: bases[i/3], Disp: 4 * s}
 			if i%3 > 0 {
 				m.Index, m.Scale = lda, uint8(i%3)
 			}
@@ -917,8 +928,12 @@ func dpKernels() {
 		const bRow = 128 // bytes of one pair step of a panel: 32 dwords
 		acc := t.acc[:2*h]
 		for _, r := range acc {
-			x := r.AsX().(VecPhysical)
-			VXORPS(x, x, x)
+			if r.PhysicalIndex() < 16 {
+				x := r.AsX().(VecPhysical)
+				VXORPS(x, x, x)
+			} else {
+				VPXORD(r, r, r) // no VEX encoding reaches Z16–Z31
+			}
 		}
 		step := func(s int) {
 			VMOVUPS(Mem{Base: pb, Disp: bRow * s}, t.b[0])
@@ -937,8 +952,9 @@ func dpKernels() {
 		for s := 0; s < unroll; s++ {
 			step(s)
 		}
-		ADDQ(U32(4*unroll), row0)
-		ADDQ(U32(4*unroll), row3)
+		for _, r := range bases {
+			ADDQ(U32(4*unroll), r)
+		}
 		ADDQ(U32(bRow*unroll), pb)
 		SUBQ(U8(unroll), kp)
 		JMP(LabelRef("loop4"))
@@ -948,8 +964,9 @@ func dpKernels() {
 		TESTQ(kp, kp)
 		JE(LabelRef("store"))
 		step(0)
-		ADDQ(U8(4), row0)
-		ADDQ(U8(4), row3)
+		for _, r := range bases {
+			ADDQ(U8(4), r)
+		}
 		ADDQ(U32(bRow), pb)
 		DECQ(kp)
 		JMP(LabelRef("tail"))
