@@ -78,11 +78,12 @@
 // blocks with each pair's halves swapped (swapPairs) — it is the chain of
 // FMAs over k in order, so it gives the same bits as the widening path at
 // twice the products per instruction and with nothing to widen
-// (TestDPMatchesWidened); the kernels (kernelDPRows…, 6×32 tiles, A in
-// place) keep the k blocks and merges of the float32 ones. Subnormals
-// are the one difference: the instruction flushes them. Measured on a
-// 2-vCPU AMD Turin VM (BenchmarkSgemmBF16DP, best of 20): 512–590
-// GFLOP/s on the 0.5B model's shapes against 240–300 widening, 1.6–2.1×.
+// (TestDPMatchesWidened); the kernels (kernelDPRows…, 12×32 tiles whose 24
+// sums take AVX-512's upper registers too, A in place) keep the k blocks
+// and merges of the float32 ones. Subnormals are the one difference: the
+// instruction flushes them. Measured on a 2-vCPU AMD Turin VM
+// (BenchmarkSgemmBF16DP, best of 20): 570–750 GFLOP/s on the 0.5B model's
+// shapes against 290–360 widening (6×32 tiles gave 520–670).
 //
 // The micro-kernel computes one 6×16 tile of C with the 12 sums held in
 // 12 YMM registers for the whole k block: per k step it loads 16 values of

@@ -212,7 +212,7 @@ func swapRow(dst, src []uint16) {
 
 // tileDP is tile for a dp product: the same column blocks, k blocks (kc,
 // and so every element's merges into C, as tile's) and row blocks, with
-// DP panels and swapped A blocks, and 6×32 tiles.
+// DP panels and swapped A blocks, and 12×32 tiles (mrDP).
 func (g *problem) tileDP(i0, m, j0, n int, ws *workspace) {
 	kb := kBlock(g.k)
 	for jc := 0; jc < n; jc += ncMaxDP {
