@@ -227,6 +227,9 @@ func (g *problem) tileDP(i0, m, j0, n int, ws *workspace) {
 			bp := g.panelsDP(ws, pc, kc, j0+jc, nc)
 			for ic := 0; ic < m; ic += mcMax {
 				mc := min(mcMax, m-ic)
+				// A few rows use each panel right after it arrives from
+				// memory: the kernels prefetch the next (macro's stream).
+				stream := mc <= streamRows
 				av, ald := ws.swapA(g, i0+ic, mc, pc, kc)
 				for jr := 0; jr < nc; jr += dpCols {
 					pan := bp[jr*2*kp : (jr+dpCols)*2*kp]
@@ -237,11 +240,11 @@ func (g *problem) tileDP(i0, m, j0, n int, ws *workspace) {
 						if w == dpCols {
 							// beta is 0 or 1: the kernel's merge rounds as
 							// microTile's edge merge, whatever h.
-							kernelDP(h, kp, av[ir*ald:], ald, pan, g.c[off:], g.ldc, g.alpha, beta)
+							kernelDP(h, kp, av[ir*ald:], ald, pan, g.c[off:], g.ldc, g.alpha, beta, stream)
 							continue
 						}
 						edge := ws.edge[:mrDP*dpCols]
-						kernelDP(h, kp, av[ir*ald:], ald, pan, edge, dpCols, g.alpha, 0)
+						kernelDP(h, kp, av[ir*ald:], ald, pan, edge, dpCols, g.alpha, 0, stream)
 						g.mergeEdge(off, edge, dpCols, h, w, beta)
 					}
 				}

@@ -16,11 +16,17 @@ var hasBF16 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BF16
 
 // kernelDP computes the tile of h ≤ mrDP rows and dpCols columns C =
 // alpha·A·B + beta·C from kp pair steps of a swapped bf16 A read in place
-// (row i at a[i·lda:]) and one DP panel b (see dp.go). It needs useDP.
-func kernelDP(h, kp int, a []uint16, lda int, b []uint16, c []float32, ldc int, alpha, beta float32) {
+// (row i at a[i·lda:]) and one DP panel b (see dp.go). With stream it
+// prefetches the next panel (the Pf kernels: see streamRows). It needs
+// useDP.
+func kernelDP(h, kp int, a []uint16, lda int, b []uint16, c []float32, ldc int, alpha, beta float32, stream bool) {
 	_ = a[(h-1)*lda+2*kp-1] // the assembly does no bounds checks
 	_ = b[2*dpCols*kp-1]
 	_ = c[(h-1)*ldc+dpCols-1]
+	if stream {
+		dpRowKernelsPf[h](kp, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+		return
+	}
 	dpRowKernels[h](kp, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 }
 
@@ -28,6 +34,12 @@ func kernelDP(h, kp int, a []uint16, lda int, b []uint16, c []float32, ldc int, 
 var dpRowKernels = [mrDP + 1]func(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha, beta float32){
 	1: kernelDPRows1, 2: kernelDPRows2, 3: kernelDPRows3, 4: kernelDPRows4, 5: kernelDPRows5, 6: kernelDPRows,
 	7: kernelDPRows7, 8: kernelDPRows8, 9: kernelDPRows9, 10: kernelDPRows10, 11: kernelDPRows11, 12: kernelDPRows12,
+}
+
+// dpRowKernelsPf[h] is dpRowKernels[h] with the next panel prefetched.
+var dpRowKernelsPf = [mrDP + 1]func(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha, beta float32){
+	1: kernelDPRowsPf1, 2: kernelDPRowsPf2, 3: kernelDPRowsPf3, 4: kernelDPRowsPf4, 5: kernelDPRowsPf5, 6: kernelDPRowsPf6,
+	7: kernelDPRowsPf7, 8: kernelDPRowsPf8, 9: kernelDPRowsPf9, 10: kernelDPRowsPf10, 11: kernelDPRowsPf11, 12: kernelDPRowsPf12,
 }
 
 // kernel computes one mr×nr tile: C = alpha·(packed a)·(packed b) + beta·C.

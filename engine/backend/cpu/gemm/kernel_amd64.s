@@ -14636,6 +14636,8472 @@ withbeta:
 	VZEROUPPER
 	RET
 
+// func kernelDPRowsPf12(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·kernelDPRowsPf12(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	LEAQ   (R9)(R10*2), R11
+	ADDQ   R10, R11
+	LEAQ   (R11)(R10*2), R12
+	ADDQ   R10, R12
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	MOVQ   CX, R13
+	SHLQ   $0x07, R13
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	VXORPS X8, X8, X8
+	VXORPS X9, X9, X9
+	VXORPS X10, X10, X10
+	VXORPS X11, X11, X11
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R12)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z24
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z25
+	BYTE         $0x62
+	BYTE         $0x42
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R12)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z26
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z27
+	BYTE         $0x62
+	BYTE         $0x42
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	PREFETCHT0   128(DI)(R13*1)
+	PREFETCHT0   192(DI)(R13*1)
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 4(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 4(R12)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z24
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z25
+	BYTE         $0x62
+	BYTE         $0x42
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R12)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z26
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z27
+	BYTE         $0x62
+	BYTE         $0x42
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	PREFETCHT0   256(DI)(R13*1)
+	PREFETCHT0   320(DI)(R13*1)
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 8(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 8(R12)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z24
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z25
+	BYTE         $0x62
+	BYTE         $0x42
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R12)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z26
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z27
+	BYTE         $0x62
+	BYTE         $0x42
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	PREFETCHT0   384(DI)(R13*1)
+	PREFETCHT0   448(DI)(R13*1)
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 12(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 12(R12)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z24
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z25
+	BYTE         $0x62
+	BYTE         $0x42
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R12)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z26
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z27
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000010, R11
+	ADDQ $0x00000010, R12
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R12)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z24
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z25
+	BYTE         $0x62
+	BYTE         $0x42
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R12)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z26
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z27
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x04, R11
+	ADDQ $0x04, R12
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z7, Z7
+	VMULPS       Z14, Z8, Z8
+	VMULPS       Z14, Z9, Z9
+	VMULPS       Z14, Z10, Z10
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z14, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VMULPS       Z14, Z19, Z19
+	VMULPS       Z14, Z20, Z20
+	VMULPS       Z14, Z21, Z21
+	VMULPS       Z14, Z22, Z22
+	VMULPS       Z14, Z23, Z23
+	VMULPS       Z14, Z24, Z24
+	VMULPS       Z14, Z25, Z25
+	VMULPS       Z14, Z26, Z26
+	VMULPS       Z14, Z27, Z27
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z22, (AX)
+	VMOVUPS Z23, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z24, (AX)
+	VMOVUPS Z25, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z26, (AX)
+	VMOVUPS Z27, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z6
+	VFMADD231PS 64(AX), Z15, Z7
+	VMOVUPS     Z6, (AX)
+	VMOVUPS     Z7, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z8
+	VFMADD231PS 64(AX), Z15, Z9
+	VMOVUPS     Z8, (AX)
+	VMOVUPS     Z9, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z10
+	VFMADD231PS 64(AX), Z15, Z11
+	VMOVUPS     Z10, (AX)
+	VMOVUPS     Z11, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z16
+	VFMADD231PS 64(AX), Z15, Z17
+	VMOVUPS     Z16, (AX)
+	VMOVUPS     Z17, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z18
+	VFMADD231PS 64(AX), Z15, Z19
+	VMOVUPS     Z18, (AX)
+	VMOVUPS     Z19, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z20
+	VFMADD231PS 64(AX), Z15, Z21
+	VMOVUPS     Z20, (AX)
+	VMOVUPS     Z21, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z22
+	VFMADD231PS 64(AX), Z15, Z23
+	VMOVUPS     Z22, (AX)
+	VMOVUPS     Z23, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z24
+	VFMADD231PS 64(AX), Z15, Z25
+	VMOVUPS     Z24, (AX)
+	VMOVUPS     Z25, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z26
+	VFMADD231PS 64(AX), Z15, Z27
+	VMOVUPS     Z26, (AX)
+	VMOVUPS     Z27, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRowsPf11(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·kernelDPRowsPf11(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	LEAQ   (R9)(R10*2), R11
+	ADDQ   R10, R11
+	LEAQ   (R11)(R10*2), R12
+	ADDQ   R10, R12
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	MOVQ   CX, R13
+	SHLQ   $0x07, R13
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	VXORPS X8, X8, X8
+	VXORPS X9, X9, X9
+	VXORPS X10, X10, X10
+	VXORPS X11, X11, X11
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R12)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z24
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z25
+	BYTE         $0x62
+	BYTE         $0x42
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	PREFETCHT0   128(DI)(R13*1)
+	PREFETCHT0   192(DI)(R13*1)
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 4(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 4(R12)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z24
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z25
+	BYTE         $0x62
+	BYTE         $0x42
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	PREFETCHT0   256(DI)(R13*1)
+	PREFETCHT0   320(DI)(R13*1)
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 8(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 8(R12)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z24
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z25
+	BYTE         $0x62
+	BYTE         $0x42
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	PREFETCHT0   384(DI)(R13*1)
+	PREFETCHT0   448(DI)(R13*1)
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 12(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 12(R12)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z24
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z25
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000010, R11
+	ADDQ $0x00000010, R12
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R12)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z24
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z25
+	BYTE $0x62
+	BYTE $0x42
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcd
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x04, R11
+	ADDQ $0x04, R12
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z7, Z7
+	VMULPS       Z14, Z8, Z8
+	VMULPS       Z14, Z9, Z9
+	VMULPS       Z14, Z10, Z10
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z14, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VMULPS       Z14, Z19, Z19
+	VMULPS       Z14, Z20, Z20
+	VMULPS       Z14, Z21, Z21
+	VMULPS       Z14, Z22, Z22
+	VMULPS       Z14, Z23, Z23
+	VMULPS       Z14, Z24, Z24
+	VMULPS       Z14, Z25, Z25
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z22, (AX)
+	VMOVUPS Z23, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z24, (AX)
+	VMOVUPS Z25, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z6
+	VFMADD231PS 64(AX), Z15, Z7
+	VMOVUPS     Z6, (AX)
+	VMOVUPS     Z7, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z8
+	VFMADD231PS 64(AX), Z15, Z9
+	VMOVUPS     Z8, (AX)
+	VMOVUPS     Z9, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z10
+	VFMADD231PS 64(AX), Z15, Z11
+	VMOVUPS     Z10, (AX)
+	VMOVUPS     Z11, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z16
+	VFMADD231PS 64(AX), Z15, Z17
+	VMOVUPS     Z16, (AX)
+	VMOVUPS     Z17, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z18
+	VFMADD231PS 64(AX), Z15, Z19
+	VMOVUPS     Z18, (AX)
+	VMOVUPS     Z19, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z20
+	VFMADD231PS 64(AX), Z15, Z21
+	VMOVUPS     Z20, (AX)
+	VMOVUPS     Z21, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z22
+	VFMADD231PS 64(AX), Z15, Z23
+	VMOVUPS     Z22, (AX)
+	VMOVUPS     Z23, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z24
+	VFMADD231PS 64(AX), Z15, Z25
+	VMOVUPS     Z24, (AX)
+	VMOVUPS     Z25, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRowsPf10(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·kernelDPRowsPf10(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	LEAQ   (R9)(R10*2), R11
+	ADDQ   R10, R11
+	LEAQ   (R11)(R10*2), R12
+	ADDQ   R10, R12
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	MOVQ   CX, R13
+	SHLQ   $0x07, R13
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	VXORPS X8, X8, X8
+	VXORPS X9, X9, X9
+	VXORPS X10, X10, X10
+	VXORPS X11, X11, X11
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	PREFETCHT0   128(DI)(R13*1)
+	PREFETCHT0   192(DI)(R13*1)
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 4(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	PREFETCHT0   256(DI)(R13*1)
+	PREFETCHT0   320(DI)(R13*1)
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 8(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	PREFETCHT0   384(DI)(R13*1)
+	PREFETCHT0   448(DI)(R13*1)
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 12(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000010, R11
+	ADDQ $0x00000010, R12
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R12), Z15
+
+	// VDPBF16PS Z12, Z15, Z22
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z23
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfd
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x04, R11
+	ADDQ $0x04, R12
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z7, Z7
+	VMULPS       Z14, Z8, Z8
+	VMULPS       Z14, Z9, Z9
+	VMULPS       Z14, Z10, Z10
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z14, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VMULPS       Z14, Z19, Z19
+	VMULPS       Z14, Z20, Z20
+	VMULPS       Z14, Z21, Z21
+	VMULPS       Z14, Z22, Z22
+	VMULPS       Z14, Z23, Z23
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z22, (AX)
+	VMOVUPS Z23, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z6
+	VFMADD231PS 64(AX), Z15, Z7
+	VMOVUPS     Z6, (AX)
+	VMOVUPS     Z7, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z8
+	VFMADD231PS 64(AX), Z15, Z9
+	VMOVUPS     Z8, (AX)
+	VMOVUPS     Z9, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z10
+	VFMADD231PS 64(AX), Z15, Z11
+	VMOVUPS     Z10, (AX)
+	VMOVUPS     Z11, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z16
+	VFMADD231PS 64(AX), Z15, Z17
+	VMOVUPS     Z16, (AX)
+	VMOVUPS     Z17, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z18
+	VFMADD231PS 64(AX), Z15, Z19
+	VMOVUPS     Z18, (AX)
+	VMOVUPS     Z19, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z20
+	VFMADD231PS 64(AX), Z15, Z21
+	VMOVUPS     Z20, (AX)
+	VMOVUPS     Z21, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z22
+	VFMADD231PS 64(AX), Z15, Z23
+	VMOVUPS     Z22, (AX)
+	VMOVUPS     Z23, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRowsPf9(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·kernelDPRowsPf9(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	LEAQ   (R9)(R10*2), R11
+	ADDQ   R10, R11
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	MOVQ   CX, R13
+	SHLQ   $0x07, R13
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	VXORPS X8, X8, X8
+	VXORPS X9, X9, X9
+	VXORPS X10, X10, X10
+	VXORPS X11, X11, X11
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	PREFETCHT0   128(DI)(R13*1)
+	PREFETCHT0   192(DI)(R13*1)
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 4(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	PREFETCHT0   256(DI)(R13*1)
+	PREFETCHT0   320(DI)(R13*1)
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 8(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	PREFETCHT0   384(DI)(R13*1)
+	PREFETCHT0   448(DI)(R13*1)
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 12(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xed
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000010, R11
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z20
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z21
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xed
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x04, R11
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z7, Z7
+	VMULPS       Z14, Z8, Z8
+	VMULPS       Z14, Z9, Z9
+	VMULPS       Z14, Z10, Z10
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z14, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VMULPS       Z14, Z19, Z19
+	VMULPS       Z14, Z20, Z20
+	VMULPS       Z14, Z21, Z21
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z6
+	VFMADD231PS 64(AX), Z15, Z7
+	VMOVUPS     Z6, (AX)
+	VMOVUPS     Z7, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z8
+	VFMADD231PS 64(AX), Z15, Z9
+	VMOVUPS     Z8, (AX)
+	VMOVUPS     Z9, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z10
+	VFMADD231PS 64(AX), Z15, Z11
+	VMOVUPS     Z10, (AX)
+	VMOVUPS     Z11, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z16
+	VFMADD231PS 64(AX), Z15, Z17
+	VMOVUPS     Z16, (AX)
+	VMOVUPS     Z17, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z18
+	VFMADD231PS 64(AX), Z15, Z19
+	VMOVUPS     Z18, (AX)
+	VMOVUPS     Z19, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z20
+	VFMADD231PS 64(AX), Z15, Z21
+	VMOVUPS     Z20, (AX)
+	VMOVUPS     Z21, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRowsPf8(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·kernelDPRowsPf8(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	LEAQ   (R9)(R10*2), R11
+	ADDQ   R10, R11
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	MOVQ   CX, R13
+	SHLQ   $0x07, R13
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	VXORPS X8, X8, X8
+	VXORPS X9, X9, X9
+	VXORPS X10, X10, X10
+	VXORPS X11, X11, X11
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	PREFETCHT0   128(DI)(R13*1)
+	PREFETCHT0   192(DI)(R13*1)
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 4(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	PREFETCHT0   256(DI)(R13*1)
+	PREFETCHT0   320(DI)(R13*1)
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 8(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	PREFETCHT0   384(DI)(R13*1)
+	PREFETCHT0   448(DI)(R13*1)
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 12(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000010, R11
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R11)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z18
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z19
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x04, R11
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z7, Z7
+	VMULPS       Z14, Z8, Z8
+	VMULPS       Z14, Z9, Z9
+	VMULPS       Z14, Z10, Z10
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z14, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VMULPS       Z14, Z19, Z19
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z6
+	VFMADD231PS 64(AX), Z15, Z7
+	VMOVUPS     Z6, (AX)
+	VMOVUPS     Z7, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z8
+	VFMADD231PS 64(AX), Z15, Z9
+	VMOVUPS     Z8, (AX)
+	VMOVUPS     Z9, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z10
+	VFMADD231PS 64(AX), Z15, Z11
+	VMOVUPS     Z10, (AX)
+	VMOVUPS     Z11, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z16
+	VFMADD231PS 64(AX), Z15, Z17
+	VMOVUPS     Z16, (AX)
+	VMOVUPS     Z17, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z18
+	VFMADD231PS 64(AX), Z15, Z19
+	VMOVUPS     Z18, (AX)
+	VMOVUPS     Z19, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRowsPf7(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·kernelDPRowsPf7(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	LEAQ   (R9)(R10*2), R11
+	ADDQ   R10, R11
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	MOVQ   CX, R13
+	SHLQ   $0x07, R13
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	VXORPS X8, X8, X8
+	VXORPS X9, X9, X9
+	VXORPS X10, X10, X10
+	VXORPS X11, X11, X11
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	PREFETCHT0   128(DI)(R13*1)
+	PREFETCHT0   192(DI)(R13*1)
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 4(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	PREFETCHT0   256(DI)(R13*1)
+	PREFETCHT0   320(DI)(R13*1)
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 8(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE         $0x62
+	BYTE         $0xc2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	PREFETCHT0   384(DI)(R13*1)
+	PREFETCHT0   448(DI)(R13*1)
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 12(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000010, R11
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (R11), Z14
+
+	// VDPBF16PS Z12, Z14, Z16
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z17
+	BYTE $0x62
+	BYTE $0xc2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcd
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x04, R11
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z7, Z7
+	VMULPS       Z14, Z8, Z8
+	VMULPS       Z14, Z9, Z9
+	VMULPS       Z14, Z10, Z10
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z14, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z6
+	VFMADD231PS 64(AX), Z15, Z7
+	VMOVUPS     Z6, (AX)
+	VMOVUPS     Z7, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z8
+	VFMADD231PS 64(AX), Z15, Z9
+	VMOVUPS     Z8, (AX)
+	VMOVUPS     Z9, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z10
+	VFMADD231PS 64(AX), Z15, Z11
+	VMOVUPS     Z10, (AX)
+	VMOVUPS     Z11, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z16
+	VFMADD231PS 64(AX), Z15, Z17
+	VMOVUPS     Z16, (AX)
+	VMOVUPS     Z17, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRowsPf6(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·kernelDPRowsPf6(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	MOVQ   CX, R13
+	SHLQ   $0x07, R13
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	VXORPS X8, X8, X8
+	VXORPS X9, X9, X9
+	VXORPS X10, X10, X10
+	VXORPS X11, X11, X11
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	PREFETCHT0   128(DI)(R13*1)
+	PREFETCHT0   192(DI)(R13*1)
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 4(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	PREFETCHT0   256(DI)(R13*1)
+	PREFETCHT0   320(DI)(R13*1)
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 8(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	PREFETCHT0   384(DI)(R13*1)
+	PREFETCHT0   448(DI)(R13*1)
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 12(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (R9)(R10*2), Z15
+
+	// VDPBF16PS Z12, Z15, Z10
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z11
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z7, Z7
+	VMULPS       Z14, Z8, Z8
+	VMULPS       Z14, Z9, Z9
+	VMULPS       Z14, Z10, Z10
+	VMULPS       Z14, Z11, Z11
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z6
+	VFMADD231PS 64(AX), Z15, Z7
+	VMOVUPS     Z6, (AX)
+	VMOVUPS     Z7, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z8
+	VFMADD231PS 64(AX), Z15, Z9
+	VMOVUPS     Z8, (AX)
+	VMOVUPS     Z9, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z10
+	VFMADD231PS 64(AX), Z15, Z11
+	VMOVUPS     Z10, (AX)
+	VMOVUPS     Z11, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRowsPf5(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·kernelDPRowsPf5(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	MOVQ   CX, R13
+	SHLQ   $0x07, R13
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	VXORPS X8, X8, X8
+	VXORPS X9, X9, X9
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	PREFETCHT0   128(DI)(R13*1)
+	PREFETCHT0   192(DI)(R13*1)
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 4(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	PREFETCHT0   256(DI)(R13*1)
+	PREFETCHT0   320(DI)(R13*1)
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 8(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	PREFETCHT0   384(DI)(R13*1)
+	PREFETCHT0   448(DI)(R13*1)
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD 12(R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	VPBROADCASTD (R9)(R10*1), Z14
+
+	// VDPBF16PS Z12, Z14, Z8
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z9
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcd
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z7, Z7
+	VMULPS       Z14, Z8, Z8
+	VMULPS       Z14, Z9, Z9
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z6
+	VFMADD231PS 64(AX), Z15, Z7
+	VMOVUPS     Z6, (AX)
+	VMOVUPS     Z7, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z8
+	VFMADD231PS 64(AX), Z15, Z9
+	VMOVUPS     Z8, (AX)
+	VMOVUPS     Z9, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRowsPf4(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·kernelDPRowsPf4(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   (SI)(R10*2), R9
+	ADDQ   R10, R9
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	MOVQ   CX, R13
+	SHLQ   $0x07, R13
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	PREFETCHT0   128(DI)(R13*1)
+	PREFETCHT0   192(DI)(R13*1)
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 4(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	PREFETCHT0   256(DI)(R13*1)
+	PREFETCHT0   320(DI)(R13*1)
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 8(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfd
+	PREFETCHT0   384(DI)(R13*1)
+	PREFETCHT0   448(DI)(R13*1)
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD 12(R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000010, R9
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	VPBROADCASTD (R9), Z15
+
+	// VDPBF16PS Z12, Z15, Z6
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z13, Z15, Z7
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfd
+	ADDQ $0x04, SI
+	ADDQ $0x04, R9
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z7, Z7
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z6
+	VFMADD231PS 64(AX), Z15, Z7
+	VMOVUPS     Z6, (AX)
+	VMOVUPS     Z7, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRowsPf3(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·kernelDPRowsPf3(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	MOVQ   CX, R13
+	SHLQ   $0x07, R13
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	PREFETCHT0   128(DI)(R13*1)
+	PREFETCHT0   192(DI)(R13*1)
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 4(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	PREFETCHT0   256(DI)(R13*1)
+	PREFETCHT0   320(DI)(R13*1)
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 8(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xed
+	PREFETCHT0   384(DI)(R13*1)
+	PREFETCHT0   448(DI)(R13*1)
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD 12(SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xed
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	VPBROADCASTD (SI)(R10*2), Z14
+
+	// VDPBF16PS Z12, Z14, Z4
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z13, Z14, Z5
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xed
+	ADDQ $0x04, SI
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z4
+	VFMADD231PS 64(AX), Z15, Z5
+	VMOVUPS     Z4, (AX)
+	VMOVUPS     Z5, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRowsPf2(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·kernelDPRowsPf2(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	MOVQ   CX, R13
+	SHLQ   $0x07, R13
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	PREFETCHT0   128(DI)(R13*1)
+	PREFETCHT0   192(DI)(R13*1)
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 4(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	PREFETCHT0   256(DI)(R13*1)
+	PREFETCHT0   320(DI)(R13*1)
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 8(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdd
+	PREFETCHT0   384(DI)(R13*1)
+	PREFETCHT0   448(DI)(R13*1)
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD 12(SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VPBROADCASTD (SI)(R10*1), Z15
+
+	// VDPBF16PS Z12, Z15, Z2
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z13, Z15, Z3
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+	ADDQ $0x04, SI
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    R8, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	ADDQ        R8, AX
+	VFMADD231PS (AX), Z15, Z2
+	VFMADD231PS 64(AX), Z15, Z3
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z3, 64(AX)
+	VZEROUPPER
+	RET
+
+// func kernelDPRowsPf1(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·kernelDPRowsPf1(SB), NOSPLIT, $0-56
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x01, R10
+	MOVQ   kp+0(FP), CX
+	MOVQ   b+24(FP), DI
+	MOVQ   CX, R13
+	SHLQ   $0x07, R13
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+
+	// Main loop: unroll pair steps at a time.
+loop4:
+	CMPQ         CX, $0x04
+	JL           tail
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	PREFETCHT0   128(DI)(R13*1)
+	PREFETCHT0   192(DI)(R13*1)
+	VMOVUPS      128(DI), Z12
+	VMOVUPS      192(DI), Z13
+	VPBROADCASTD 4(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	PREFETCHT0   256(DI)(R13*1)
+	PREFETCHT0   320(DI)(R13*1)
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VPBROADCASTD 8(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	PREFETCHT0   384(DI)(R13*1)
+	PREFETCHT0   448(DI)(R13*1)
+	VMOVUPS      384(DI), Z12
+	VMOVUPS      448(DI), Z13
+	VPBROADCASTD 12(SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcd
+	ADDQ $0x00000010, SI
+	ADDQ $0x00000200, DI
+	SUBQ $0x04, CX
+	JMP  loop4
+
+	// Remaining pair steps one at a time.
+tail:
+	TESTQ        CX, CX
+	JE           store
+	PREFETCHT0   (DI)(R13*1)
+	PREFETCHT0   64(DI)(R13*1)
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VPBROADCASTD (SI), Z14
+
+	// VDPBF16PS Z12, Z14, Z0
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z13, Z14, Z1
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcd
+	ADDQ $0x04, SI
+	ADDQ $0x00000080, DI
+	DECQ CX
+	JMP  tail
+
+store:
+	MOVQ         c+32(FP), DX
+	MOVQ         ldc+40(FP), R8
+	SHLQ         $0x02, R8
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VBROADCASTSS beta+52(FP), Z15
+	VXORPS       X12, X12, X12
+	VUCOMISS     X12, X15
+	JNE          withbeta
+	JP           withbeta
+
+	// beta == 0: overwrite C without reading it.
+	MOVQ    DX, AX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VZEROUPPER
+	RET
+
+withbeta:
+	// C = alpha·acc + beta·C.
+	MOVQ        DX, AX
+	VFMADD231PS (AX), Z15, Z0
+	VFMADD231PS 64(AX), Z15, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	VZEROUPPER
+	RET
+
 // func packTrans8DP(dst *uint16, src *uint16, ld int, kp8 int)
 // Requires: AVX, AVX512F, AVX512VL
 TEXT ·packTrans8DP(SB), NOSPLIT, $0-32

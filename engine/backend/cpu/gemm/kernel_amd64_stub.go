@@ -212,6 +212,54 @@ func kernelDPRows2(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, a
 // Requires AVX-512F and AVX512_BF16.
 func kernelDPRows1(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
 
+// kernelDPRowsPf12 is kernelDPRows12 that also prefetches the next DP panel (kp·128 bytes on).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRowsPf12(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRowsPf11 is kernelDPRows11 that also prefetches the next DP panel (kp·128 bytes on).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRowsPf11(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRowsPf10 is kernelDPRows10 that also prefetches the next DP panel (kp·128 bytes on).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRowsPf10(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRowsPf9 is kernelDPRows9 that also prefetches the next DP panel (kp·128 bytes on).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRowsPf9(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRowsPf8 is kernelDPRows8 that also prefetches the next DP panel (kp·128 bytes on).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRowsPf8(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRowsPf7 is kernelDPRows7 that also prefetches the next DP panel (kp·128 bytes on).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRowsPf7(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRowsPf6 is kernelDPRows that also prefetches the next DP panel (kp·128 bytes on).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRowsPf6(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRowsPf5 is kernelDPRows5 that also prefetches the next DP panel (kp·128 bytes on).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRowsPf5(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRowsPf4 is kernelDPRows4 that also prefetches the next DP panel (kp·128 bytes on).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRowsPf4(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRowsPf3 is kernelDPRows3 that also prefetches the next DP panel (kp·128 bytes on).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRowsPf3(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRowsPf2 is kernelDPRows2 that also prefetches the next DP panel (kp·128 bytes on).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRowsPf2(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelDPRowsPf1 is kernelDPRows1 that also prefetches the next DP panel (kp·128 bytes on).
+// Requires AVX-512F and AVX512_BF16.
+func kernelDPRowsPf1(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
 // packTrans8DP sets dword 32s + r of dst to the pair (src[r·ld + 2s], src[r·ld + 2s + 1]),
 // halves swapped, for r < 8 and s < kp8, a multiple of 8 (ld in bf16 values): 8 rows
 // of a transposed bf16 B into 8 columns of a DP panel.

@@ -12,7 +12,7 @@ var useWide = false
 var hasBF16 = false
 
 // kernelDP is only called when useDP is set, which it never is here.
-func kernelDP(h, kp int, a []uint16, lda int, b []uint16, c []float32, ldc int, alpha, beta float32) {
+func kernelDP(h, kp int, a []uint16, lda int, b []uint16, c []float32, ldc int, alpha, beta float32, stream bool) {
 	panic("gemm: kernelDP without an assembly kernel")
 }
 

@@ -891,11 +891,24 @@ func combineKernels() {
 // Z14–Z15. Twelve rows read each pair step of B once for 24 instructions,
 // where six read it twice: a decoding step's 16 rows stream its weights
 // from memory once at full rate and once from L1, not once and twice.
-// The store is storeTile's.
+// The store is storeTile's. The Pf kernels (kernelDPRowsPf1 …) also
+// prefetch the next DP panel (kp·128 bytes on), two lines a pair step, as
+// the float32 Pf kernels do (see kernelBody): for products of few rows,
+// whose weights stream from memory once.
 func dpKernels() {
 	acc := append(append([]VecPhysical{}, avx512.acc...), Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
 	t := tile{name: "kernelDP", acc: acc, b: avx512.b, bc: avx512.bc, vecBytes: 64, panels: 2, isa: "AVX-512F and AVX512_BF16"}
-	for h := mrDP; h >= 1; h-- {
+	for _, prefetch := range []bool{false, true} {
+		for h := mrDP; h >= 1; h-- {
+			dpKernel(t, h, prefetch)
+		}
+	}
+}
+
+// dpKernel emits the DP kernel of h rows (see dpKernels), with the next
+// panel's prefetches if prefetch.
+func dpKernel(t tile, h int, prefetch bool) {
+	{
 		name := fmt.Sprintf("kernelDPRows%d", h)
 		doc := []string{fmt.Sprintf("%s is kernelDPRows for a tile of %d rows (%d rows of A and of C).", name, h, h)}
 		if h == mr {
@@ -904,6 +917,10 @@ func dpKernels() {
 				"kernelDPRows computes the 6×32 tile C = alpha·A·B + beta·C over kp pair steps of",
 				"bfloat16 A (in place, pairs swapped) and one DP panel of B (see dpKernels).",
 			}
+		}
+		if prefetch {
+			doc = []string{fmt.Sprintf("kernelDPRowsPf%d is %s that also prefetches the next DP panel (kp·128 bytes on).", h, name)}
+			name = fmt.Sprintf("kernelDPRowsPf%d", h)
 		}
 		TEXT(name, NOSPLIT, "func(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)")
 		Doc(append(doc, "Requires "+t.isa+".")...)
@@ -926,6 +943,11 @@ func dpKernels() {
 		kp := Load(Param("kp"), RCX)
 		pb := Load(Param("b"), RDI)
 		const bRow = 128 // bytes of one pair step of a panel: 32 dwords
+		panel := R13     // bytes from one panel to the next, for the prefetch
+		if prefetch {
+			MOVQ(kp, panel)
+			SHLQ(U8(7), panel)
+		}
 		acc := t.acc[:2*h]
 		for _, r := range acc {
 			if r.PhysicalIndex() < 16 {
@@ -936,6 +958,10 @@ func dpKernels() {
 			}
 		}
 		step := func(s int) {
+			if prefetch {
+				PREFETCHT0(Mem{Base: pb, Index: panel, Scale: 1, Disp: bRow * s})
+				PREFETCHT0(Mem{Base: pb, Index: panel, Scale: 1, Disp: bRow*s + 64})
+			}
 			VMOVUPS(Mem{Base: pb, Disp: bRow * s}, t.b[0])
 			VMOVUPS(Mem{Base: pb, Disp: bRow*s + 64}, t.b[1])
 			for i := 0; i < h; i++ {
