@@ -83,7 +83,11 @@
 // and merges of the float32 ones. Subnormals are the one difference: the
 // instruction flushes them. Measured on a 2-vCPU AMD Turin VM
 // (BenchmarkSgemmBF16DP, best of 20): 570–750 GFLOP/s on the 0.5B model's
-// shapes against 290–360 widening (6×32 tiles gave 520–670).
+// shapes against 290–360 widening (6×32 tiles gave 520–670). Products of
+// at most streamRows rows run the Pf twins (kernelDPRowsPf…), which
+// prefetch the next panel as the float32 Pf kernels do: a decoding step's
+// 16 rows by the 0.5B model's weights at 560–790 GFLOP/s
+// (BenchmarkPackedDecode, dp rows), 430–650 without.
 //
 // The micro-kernel computes one 6×16 tile of C with the 12 sums held in
 // 12 YMM registers for the whole k block: per k step it loads 16 values of
