@@ -223,6 +223,15 @@ type KVCache interface {
 	Free()
 }
 
+// KVCopier is implemented by a KV cache that copies a slot's cached
+// positions into another: a decoder then runs a prompt that several new
+// sequences share once, and copies its keys and values to the others.
+type KVCopier interface {
+	// CopySlot sets the first n positions of slot dst (reserved for them)
+	// to those of slot src.
+	CopySlot(dst, src, n int) error
+}
+
 // Packer is implemented by a backend whose products run faster on weights
 // packed once, as decoding runs them at every step on a few rows. The
 // decoder packs its weights at creation when the backend is a Packer, and

@@ -381,9 +381,7 @@ func (d *Decoder) append(ids []int, chunks [][]int, ahead int) (backend.Buffer, 
 			}
 			s = &cacheSeq{slot: slot}
 		}
-		start := len(tokens)
-		tokens = append(append(tokens, s.pending...), chunks[i]...)
-		n := len(tokens) - start
+		n := len(s.pending) + len(chunks[i])
 		if err := d.cache.Reserve(s.slot, min(s.n+n+ahead, c.MaxPositions)); err != nil {
 			return nil, fmt.Errorf("decoder: %w", err)
 		}
@@ -393,8 +391,30 @@ func (d *Decoder) append(ids []int, chunks [][]int, ahead int) (backend.Buffer, 
 		}
 		seqs[i], steps[i] = s, backend.DecodeSeq{Slot: s.slot, Past: s.n, Rows: n}
 	}
-	if err := d.step(tokens, steps); err != nil {
+	// Run each distinct new sequence once (sharedPrompts); the head still
+	// reads a row for every sequence, so its product has B rows as before.
+	src := d.sharedPrompts(seqs, chunks)
+	var run []backend.DecodeSeq
+	last := make([]int, B)
+	for i, s := range seqs {
+		if src[i] != i {
+			last[i] = last[src[i]]
+			continue
+		}
+		tokens = append(append(tokens, s.pending...), chunks[i]...)
+		run = append(run, steps[i])
+		last[i] = len(tokens) - 1
+	}
+	if err := d.step(tokens, run, last); err != nil {
 		return nil, err
+	}
+	for i, s := range seqs {
+		if src[i] != i {
+			// The shared prompt's keys and values, copied: the same floats.
+			if err := d.cache.(backend.KVCopier).CopySlot(s.slot, seqs[src[i]].slot, steps[i].Rows); err != nil {
+				return nil, fmt.Errorf("decoder: %w", err)
+			}
+		}
 	}
 	for i, s := range seqs {
 		s.n += steps[i].Rows
@@ -403,13 +423,58 @@ func (d *Decoder) append(ids []int, chunks [][]int, ahead int) (backend.Buffer, 
 	return d.logits, nil
 }
 
-// step runs the packed new tokens through every block, writing their keys
-// and values into the cache, and leaves in d.logits the logits at each
-// sequence's last new token.
-func (d *Decoder) step(tokens []int, seqs []backend.DecodeSeq) error {
+// fewRows is the most rows of a product that gemm computes by dot
+// products (its dotMaxRows), whose sums run in another order than its
+// tiles': a step of at most this many rows would not give the bits of the
+// same rows in a larger step.
+const fewRows = 3
+
+// sharedPrompts returns, for each sequence of an append, the first one
+// with the same rows to run (src[i] = i: its own): a sequence new to the
+// decoder whose chunk equals an earlier new one's — the prompt a GRPO
+// group's members share — gets that one's keys and values copied
+// (backend.KVCopier) instead of running its rows again. Every row's
+// numbers do not depend on the other rows of its step, but the products
+// of at most fewRows rows sum in another order, so prompts are shared
+// only when more rows than that still run.
+func (d *Decoder) sharedPrompts(seqs []*cacheSeq, chunks [][]int) []int {
+	src := make([]int, len(seqs))
+	for i := range src {
+		src[i] = i
+	}
+	if _, ok := d.cache.(backend.KVCopier); !ok {
+		return src
+	}
+	fresh := func(i int) bool { return seqs[i].n == 0 && len(seqs[i].pending) == 0 }
+	rows, shared := 0, false
+	for i := range seqs {
+		if fresh(i) {
+			for j := 0; j < i; j++ {
+				if src[j] == j && fresh(j) && slices.Equal(chunks[i], chunks[j]) {
+					src[i], shared = j, true
+					break
+				}
+			}
+		}
+		if src[i] == i {
+			rows += len(seqs[i].pending) + len(chunks[i])
+		}
+	}
+	if !shared || rows <= fewRows {
+		for i := range src {
+			src[i] = i
+		}
+	}
+	return src
+}
+
+// step runs the packed new tokens of seqs through every block, writing
+// their keys and values into the cache, and leaves in d.logits the logits
+// at the rows last names (row i of the logits at packed row last[i]).
+func (d *Decoder) step(tokens []int, seqs []backend.DecodeSeq, last []int) error {
 	m, c := d.m, d.m.Config
 	b := m.b
-	N, B := len(tokens), len(seqs)
+	N, B := len(tokens), len(last)
 	dm, V := c.HiddenSize, c.VocabSize
 	nH, nKV, hd := c.NumHeads, c.NumKVHeads, c.HeadDim()
 	C, KV, I := nH*hd, nKV*hd, c.IntermediateSize
@@ -465,12 +530,6 @@ func (d *Decoder) step(tokens []int, seqs []backend.DecodeSeq) error {
 	}
 	// Only each sequence's last row predicts a token we need: gather them
 	// (EmbeddingForward is a row gather) for the final norm and the head.
-	last := make([]int, B)
-	r := 0
-	for i, s := range seqs {
-		r += s.Rows
-		last[i] = r - 1
-	}
 	b.EmbeddingForward(d.last, last, d.x, B, dm)
 	b.RMSNormForward(d.lastLn, d.lastStd, d.last, m.p.norm, B, dm, eps)
 	d.run(&d.prod.lmHead, d.logits, m.in(0, d.lastLn, B*dm), B)

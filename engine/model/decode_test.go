@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -225,5 +226,72 @@ func TestGenerateStopsAndContinues(t *testing.T) {
 	}
 	if _, err := d3.Generate([]Request{{ID: 1}}, GenerateOptions{MaxNew: 1}); err == nil {
 		t.Error("generating past max_position_embeddings: no error")
+	}
+}
+
+// TestSharedPrompts: new sequences of one Append with the same chunk (a
+// GRPO group's prompt) run it once, the others get its keys and values
+// copied; their logits, then and at the next step, are the bits of
+// sequences run one by one. A step left with at most fewRows rows shares
+// nothing (its products would sum in another order).
+func TestSharedPrompts(t *testing.T) {
+	m, err := New(Tiny(), 41)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(m, 42)
+	rng := rand.New(rand.NewPCG(43, 43))
+	p, q := randomBatch(rng, 96, 10), randomBatch(rng, 96, 7)
+	V := m.Config.VocabSize
+	ids := []int{0, 1, 2, 3}
+	next := [][]int{{5}, {6}, {7}, {8}}
+
+	shared, err := m.NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	fresh := []*cacheSeq{{}, {}, {}, {}}
+	if got := shared.sharedPrompts(fresh, [][]int{p, p, q, p}); !slices.Equal(got, []int{0, 0, 2, 0}) {
+		t.Fatalf("sharedPrompts: %v, want [0 0 2 0]", got)
+	}
+	if got := shared.sharedPrompts(fresh[:3], [][]int{{1}, {1}, {2}}); !slices.Equal(got, []int{0, 1, 2}) {
+		t.Fatalf("sharedPrompts of 2 rows left: %v, want none shared", got)
+	}
+	first, err := shared.Append(ids, [][]int{p, p, q, p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 3} {
+		if !slices.Equal(first[i*V:(i+1)*V], first[:V]) {
+			t.Errorf("sequence %d, sharing sequence 0's prompt: other logits", i)
+		}
+	}
+	got, err := shared.Append(ids, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = slices.Clone(got)
+
+	alone, err := m.NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alone.Close()
+	for i, chunk := range [][]int{p, p, q, p} {
+		if _, err := alone.Append(ids[i:i+1], [][]int{chunk}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := alone.Append(ids, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ids {
+		for j := i * V; j < (i+1)*V; j++ {
+			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+				t.Fatalf("sequence %d after its shared prompt: logit %d is %v, run alone %v", i, j-i*V, got[j], want[j])
+			}
+		}
 	}
 }

@@ -68,6 +68,26 @@ func (c *kvCache) Reserve(slot, n int) error {
 	return nil
 }
 
+// CopySlot copies the first n positions of src's keys and values, head by
+// head, into dst (backend.KVCopier).
+func (c *kvCache) CopySlot(dst, src, n int) error {
+	if dst < 0 || src < 0 || dst >= len(c.slots) || src >= len(c.slots) || c.slots[dst] == nil || c.slots[src] == nil {
+		return fmt.Errorf("kv cache: copy of slot %d into slot %d: both must be reserved", src, dst)
+	}
+	d, s := c.slots[dst], c.slots[src]
+	if n > d.cap || n > s.cap {
+		return fmt.Errorf("kv cache: copy of %d positions from slot %d (%d held) into slot %d (%d held)", n, src, s.cap, dst, d.cap)
+	}
+	hd := c.hd
+	for l := range s.k {
+		for g := 0; g < c.nKV; g++ {
+			copy(d.k[l][g*d.cap*hd:g*d.cap*hd+n*hd], s.k[l][g*s.cap*hd:])
+			copy(d.v[l][g*d.cap*hd:g*d.cap*hd+n*hd], s.v[l][g*s.cap*hd:])
+		}
+	}
+	return nil
+}
+
 func (c *kvCache) Drop(slot int) {
 	if slot >= 0 && slot < len(c.slots) {
 		c.slots[slot] = nil
