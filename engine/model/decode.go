@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/ragen-go/ragen/engine/backend"
+	"github.com/ragen-go/ragen/engine/backend/cpu/gemm"
 )
 
 // Decoder runs a Model incrementally over a batch of sequences that grow
@@ -423,20 +424,14 @@ func (d *Decoder) append(ids []int, chunks [][]int, ahead int) (backend.Buffer, 
 	return d.logits, nil
 }
 
-// fewRows is the most rows of a product that gemm computes by dot
-// products (its dotMaxRows), whose sums run in another order than its
-// tiles': a step of at most this many rows would not give the bits of the
-// same rows in a larger step.
-const fewRows = 3
-
 // sharedPrompts returns, for each sequence of an append, the first one
 // with the same rows to run (src[i] = i: its own): a sequence new to the
 // decoder whose chunk equals an earlier new one's — the prompt a GRPO
 // group's members share — gets that one's keys and values copied
 // (backend.KVCopier) instead of running its rows again. Every row's
-// numbers do not depend on the other rows of its step, but the products
-// of at most fewRows rows sum in another order, so prompts are shared
-// only when more rows than that still run.
+// numbers do not depend on the other rows of its step, but the CPU's
+// products of at most gemm.DotMaxRows rows sum in another order, so
+// prompts are shared only when more rows than that still run.
 func (d *Decoder) sharedPrompts(seqs []*cacheSeq, chunks [][]int) []int {
 	src := make([]int, len(seqs))
 	for i := range src {
@@ -460,7 +455,7 @@ func (d *Decoder) sharedPrompts(seqs []*cacheSeq, chunks [][]int) []int {
 			rows += len(seqs[i].pending) + len(chunks[i])
 		}
 	}
-	if !shared || rows <= fewRows {
+	if !shared || rows <= gemm.DotMaxRows {
 		for i := range src {
 			src[i] = i
 		}

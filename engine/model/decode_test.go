@@ -232,7 +232,7 @@ func TestGenerateStopsAndContinues(t *testing.T) {
 // TestSharedPrompts: new sequences of one Append with the same chunk (a
 // GRPO group's prompt) run it once, the others get its keys and values
 // copied; their logits, then and at the next step, are the bits of
-// sequences run one by one. A step left with at most fewRows rows shares
+// sequences run one by one. A step left with at most gemm.DotMaxRows rows shares
 // nothing (its products would sum in another order).
 func TestSharedPrompts(t *testing.T) {
 	m, err := New(Tiny(), 41)

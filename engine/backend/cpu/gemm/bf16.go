@@ -72,7 +72,7 @@ func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda 
 		return
 	}
 	if g.dots() {
-		// At most dotMaxRows rows of A, not transposed.
+		// At most DotMaxRows rows of A, not transposed.
 		buf := wideA.Get().(*[]float32)
 		defer wideA.Put(buf)
 		*buf = grow(*buf, (m-1)*lda+k)
@@ -113,7 +113,7 @@ var wideA = sync.Pool{New: func() any { return new([]float32) }}
 // PackBBF16 is PackBInto for a B stored in bfloat16: op(B) packed once,
 // its panels kept in bf16 (half the bytes of PackB's), for SgemmPacked, in
 // dst's memory when it holds PanelsLen(k, n) values. It keeps a reference
-// to b, which the products of at most dotMaxRows rows read in place.
+// to b, which the products of at most DotMaxRows rows read in place.
 func PackBBF16(dst []uint16, transB bool, k, n int, b []uint16, ldb int) *PackedB {
 	p := newPackedB(transB, k, n, len(b), ldb)
 	p.b16 = b
@@ -126,7 +126,7 @@ func PackBBF16(dst []uint16, transB bool, k, n int, b []uint16, ldb int) *Packed
 // PackBNarrow is PackBInto with the panels kept in bfloat16: every value
 // of the stored B must be bf16-exact (ExactBF16; it panics otherwise), so
 // the panels hold the same values in half the bytes and SgemmPacked gives
-// the bits of PackB's. The products of at most dotMaxRows rows read the
+// the bits of PackB's. The products of at most DotMaxRows rows read the
 // float32 b in place, as PackB's do.
 func PackBNarrow(dst []uint16, transB bool, k, n int, b []float32, ldb int) *PackedB {
 	p := newPackedB(transB, k, n, len(b), ldb)

@@ -33,7 +33,7 @@
 // a full panel of a transposed A (Aᵀ·B: weight gradients, attention's dK and
 // dV) through packCols6.
 //
-// A·Bᵀ with at most dotMaxRows rows — a decoding step, x·Wᵀ for one to three
+// A·Bᵀ with at most DotMaxRows rows — a decoding step, x·Wᵀ for one to three
 // sequences — packs nothing: dot4 takes dot products of the stored rows,
 // four rows of W at a time (3× faster than packing W for one row).
 //

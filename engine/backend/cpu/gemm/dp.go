@@ -273,7 +273,7 @@ func DPPanelsLen(k, n int) int {
 // PackBDP is PackBBF16 for products whose A is bf16 too
 // (SgemmPackedBF16): op(B) packed once into DP panels, in dst's memory
 // when it holds DPPanelsLen(k, n) values. It keeps a reference to b,
-// which the products of at most dotMaxRows rows read in place, and which
+// which the products of at most DotMaxRows rows read in place, and which
 // SgemmPacked (a float32 A) packs from as it goes. Without HasDP the
 // panels are PackBBF16's.
 func PackBDP(dst []uint16, transB bool, k, n int, b []uint16, ldb int) *PackedB {
@@ -298,7 +298,7 @@ func (p *PackedB) DP() bool { return p.dp != nil }
 // SgemmPackedBF16 is SgemmPacked with A stored as bfloat16: bit for bit
 // SgemmPacked on the widened A (and so Sgemm on the widened operands).
 // With DP panels (PackBDP) it runs the VDPBF16PS kernels on A in place;
-// on other panels, and for the products of at most dotMaxRows rows,
+// on other panels, and for the products of at most DotMaxRows rows,
 // which go through dot products as Sgemm's do, it widens A first.
 func SgemmPackedBF16(m int, alpha float32, a []uint16, lda int, p *PackedB, beta float32, c []float32, ldc int) {
 	checkProblem(false, p.transB, m, p.n, p.k, len(a), lda, max(len(p.b), len(p.b16)), p.ldb, c, ldc)

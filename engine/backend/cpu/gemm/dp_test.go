@@ -78,7 +78,7 @@ func BenchmarkSgemmBF16DP(b *testing.B) {
 
 // TestPackedDPMatchesWidened: a PackedB of DP panels (PackBDP) multiplied
 // by a bf16 A (SgemmPackedBF16) gives the bits of Sgemm on the widened
-// operands — for a decoding step's few rows (at most dotMaxRows through
+// operands — for a decoding step's few rows (at most DotMaxRows through
 // the dot products, as Sgemm's), short tiles, odd k, edge columns — and
 // so does a float32 A by the same PackedB (SgemmPacked packs from B's
 // stored bf16 as it goes), with and without the VDPBF16PS kernels.

@@ -78,11 +78,14 @@ const (
 	// as a large product's panels do.
 	streamRows = 4 * mr
 
-	// dotMaxRows is the most rows of A·Bᵀ computed as dot products of
+	// DotMaxRows is the most rows of A·Bᵀ computed as dot products of
 	// stored rows (tileDots) rather than tiles. Measured on 512×256
 	// weights: 1 row 3× faster, 2 rows 1.7× faster, 4 rows 10% slower
-	// than packing B for the tile kernel.
-	dotMaxRows = 3
+	// than packing B for the tile kernel. The dot products sum in another
+	// order than the tiles, so a row of such a product does not get the
+	// bits of the same row in a larger one (a decoder's shared prompts
+	// heed it).
+	DotMaxRows = 3
 )
 
 // problem is one validated call.
@@ -378,12 +381,12 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 	}
 }
 
-// dots reports whether the product is A·Bᵀ with at most dotMaxRows rows:
+// dots reports whether the product is A·Bᵀ with at most DotMaxRows rows:
 // a decoding step (x·Wᵀ for one or a few sequences). Packing W would then
 // cost more than the arithmetic, so tileDots computes dot products of
 // stored rows instead. The choice depends on the shape only.
 func (g *problem) dots() bool {
-	return useAsm && !g.transA && g.transB && g.m <= dotMaxRows
+	return useAsm && !g.transA && g.transB && g.m <= DotMaxRows
 }
 
 // tileDots computes the m×n block of C at (i0, j0) as dot products of rows

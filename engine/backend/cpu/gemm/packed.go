@@ -12,7 +12,7 @@ import "fmt"
 type PackedB struct {
 	transB bool
 	k, n   int
-	// The stored B, for the dot-product path (m ≤ dotMaxRows): b, or b16
+	// The stored B, for the dot-product path (m ≤ DotMaxRows): b, or b16
 	// in bfloat16.
 	b   []float32
 	b16 []uint16
