@@ -232,6 +232,26 @@ type KVCopier interface {
 	CopySlot(dst, src, n int) error
 }
 
+// PrefixAttention is implemented by a backend whose attention lets a
+// sequence read the keys and values of its first positions from rows that
+// another sequence of the batch computed: a model's forward pass then runs
+// a prefix that several sequences share (a GRPO group's prompt) once. Such
+// a backend keeps no probabilities for the backward pass
+// (AttentionStore is 0): it runs on activations copied out to the
+// batch's rows.
+type PrefixAttention interface {
+	// PrefixAlign is the multiple of positions a shared prefix must be
+	// for AttentionForwardPrefixed to give a sequence's rows the floats
+	// AttentionForward gives them in the whole sequence.
+	PrefixAlign() int
+	// AttentionForwardPrefixed is AttentionForward (with no att kept for
+	// a backward pass) where sequence s's lens[s] rows of q and out are
+	// positions past[s] … past[s]+lens[s]−1, and its keys and values at
+	// positions 0 … past[s]+lens[s]−1 are the rows keyRows[o : o+past[s]+
+	// lens[s]] of k and v, with o = Σ_{s'<s} past[s']+lens[s'].
+	AttentionForwardPrefixed(out, q, k, v Buffer, lens, past, keyRows []int, nH, nKV, hd int)
+}
+
 // Packer is implemented by a backend whose products run faster on weights
 // packed once, as decoding runs them at every step on a few rows. The
 // decoder packs its weights at creation when the backend is a Packer, and

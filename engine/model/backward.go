@@ -24,9 +24,14 @@ type Grad struct {
 func (m *Model) Backward(g Grad) error {
 	c, ws := m.Config, &m.ws
 	if !ws.fresh {
+		if ws.noGrad {
+			return errors.New("backward: the last Forward had Want.NoGrad; run Forward without it before Backward")
+		}
 		return errors.New("backward: needs a Forward first (each Forward supports one Backward)")
 	}
-	T := ws.T
+	// The batch's rows (see workspace.batchT), which a prefixed Forward's
+	// activations are copied out to.
+	T, lens := ws.batchT, ws.batchLens
 	for _, f := range []struct {
 		name string
 		s    []float32
@@ -50,7 +55,7 @@ func (m *Model) Backward(g Grad) error {
 	C, KV, I := nH*hd, nKV*hd, c.IntermediateSize
 	grad := max(C, d, I) // widest output gradient rounded for a product
 	needs := []need{{&ws.dres, T * d}, {&ws.dln, T * d}, {&ws.dq, T * C}, {&ws.dattOut, T * C},
-		{&ws.dk, T * KV}, {&ws.dv, T * KV}, {&ws.datt, b.AttentionStore(ws.lens, nH)},
+		{&ws.dk, T * KV}, {&ws.dv, T * KV}, {&ws.datt, b.AttentionStore(lens, nH)},
 		{&ws.dgate, T * I}, {&ws.dup, T * I}, {&ws.dh, T * I}}
 	if useLM {
 		needs = append(needs, need{&ws.dlp, T}, need{&ws.dent, T})
@@ -62,7 +67,7 @@ func (m *Model) Backward(g Grad) error {
 		needs = append(needs, need{&ws.dnorm, d}, need{&ws.du, T * m.rank()})
 	}
 	H := T // the LM head's rows
-	if useLM && ws.compact {
+	if useLM && ws.gathered {
 		H = len(ws.head)
 		needs = append(needs, need{&ws.dlnH, max(1, H) * d})
 	}
@@ -77,17 +82,31 @@ func (m *Model) Backward(g Grad) error {
 		return fmt.Errorf("backward: %w", err)
 	}
 
+	final, lnf, rstdf := ws.final, ws.lnf, ws.rstdf
+	if ws.prefixed {
+		var err error
+		for _, r := range []struct {
+			dst   *backend.Buffer
+			src   *backend.Buffer
+			width int
+		}{{&ws.wide.final, &final, d}, {&ws.wide.lnf, &lnf, d}, {&ws.wide.rstdf, &rstdf, 1}} {
+			if *r.src, err = m.batchRows(r.dst, *r.src, r.width); err != nil {
+				return fmt.Errorf("backward: %w", err)
+			}
+		}
+	}
+
 	// Heads: ∂loss/∂lnf from the LM head and the value head.
 	mw := m.mat()
-	x := m.in(0, ws.lnf, T*d)
+	x := m.in(0, lnf, T*d)
 	b.Zero(ws.dln)
 	if useLM {
-		ws.dlpRow, ws.dentRow = unalignRows(ws.dlpRow, g.LogProb, ws.lens), unalignRows(ws.dentRow, g.Entropy, ws.lens)
+		ws.dlpRow, ws.dentRow = unalignRows(ws.dlpRow, g.LogProb, lens), unalignRows(ws.dentRow, g.Entropy, lens)
 		if err := ws.checkHeadGrads(); err != nil {
 			return err
 		}
 		xh, dxh := x, ws.dln
-		if ws.compact { // the wanted rows only, gathered as Forward did
+		if ws.gathered { // the rows of head only, gathered as Forward did
 			for k, r := range ws.head {
 				ws.dlpRow[k], ws.dentRow[k] = ws.dlpRow[r], ws.dentRow[r] // k ≤ r: in place
 			}
@@ -110,21 +129,21 @@ func (m *Model) Backward(g Grad) error {
 				b.Slice(ws.dlp, r0, n), b.Slice(ws.dent, r0, n), n, V)
 			m.linearBackward(b.Slice(dxh, r0*d, n*d), m.g.lmHead, nil, logits, xr, mw.lmHead, nil, n, d, V)
 		}
-		if ws.compact {
+		if ws.gathered {
 			// Scattered into their rows of the zeroed dln (a row each).
 			b.EmbeddingBackward(ws.dln, dxh, ws.head, H, d)
-			x = m.in(0, ws.lnf, T*d) // the head's rows took slot 0
+			x = m.in(0, lnf, T*d) // the head's rows took slot 0
 		}
 	}
 	if g.Value != nil {
-		ws.dvalRow = unalignRows(ws.dvalRow, g.Value, ws.lens)
+		ws.dvalRow = unalignRows(ws.dvalRow, g.Value, lens)
 		if err := b.Upload(ws.dvl, ws.dvalRow); err != nil {
 			return fmt.Errorf("backward: %w", err)
 		}
 		m.linearBackward(ws.dln, m.g.valueW, m.g.valueB, ws.dvl, x, mw.valueW, nil, T, d, 1)
 	}
 	b.Zero(ws.dres)
-	b.RMSNormBackward(ws.dres, m.normGrad(m.g.norm), ws.dln, ws.final, m.p.norm, ws.rstdf, T, d)
+	b.RMSNormBackward(ws.dres, m.normGrad(m.g.norm), ws.dln, final, m.p.norm, rstdf, T, d)
 
 	// Blocks in reverse. On entry dres = ∂loss/∂(block output); each
 	// residual branch adds its contribution into dres, which leaves
@@ -135,7 +154,11 @@ func (m *Model) Backward(g Grad) error {
 				return fmt.Errorf("backward: %w", err)
 			}
 		}
-		a, w, mm, gw := &ws.layers[l], &m.p.layers[l], &mw.layers[l], &m.g.layers[l]
+		a, err := m.batchActs(l)
+		if err != nil {
+			return fmt.Errorf("backward: %w", err)
+		}
+		w, mm, gw := &m.p.layers[l], &mw.layers[l], &m.g.layers[l]
 		// MLP branch: out = resid2 + down(silu(gate(ln2))·up(ln2)).
 		b.Zero(ws.dh)
 		m.linearBackward(ws.dh, gw.down, nil, ws.dres, m.in(0, a.h, T*I), mm.down, m.adapterAt(l, modDown), T, I, d)
@@ -153,9 +176,9 @@ func (m *Model) Backward(g Grad) error {
 		b.Zero(ws.dq)
 		b.Zero(ws.dk)
 		b.Zero(ws.dv)
-		b.AttentionBackward(ws.dq, ws.dk, ws.dv, ws.datt, ws.dattOut, a.att, a.q, a.k, a.v, ws.lens, nH, nKV, hd)
-		b.RopeBackward(ws.dq, m.cos, m.sin, ws.pos, T, nH, hd)
-		b.RopeBackward(ws.dk, m.cos, m.sin, ws.pos, T, nKV, hd)
+		b.AttentionBackward(ws.dq, ws.dk, ws.dv, ws.datt, ws.dattOut, a.att, a.q, a.k, a.v, lens, nH, nKV, hd)
+		b.RopeBackward(ws.dq, m.cos, m.sin, ws.batchPos, T, nH, hd)
+		b.RopeBackward(ws.dk, m.cos, m.sin, ws.batchPos, T, nKV, hd)
 		b.Zero(ws.dln)
 		x = m.in(0, a.ln1, T*d)
 		m.linearBackward(ws.dln, gw.q, gw.qb, ws.dq, x, mm.q, m.adapterAt(l, modQ), T, d, C)
@@ -164,9 +187,61 @@ func (m *Model) Backward(g Grad) error {
 		b.RMSNormBackward(ws.dres, m.normGrad(gw.inNorm), ws.dln, a.resid, w.inNorm, a.rstd1, T, d)
 	}
 	if m.g.embed != nil { // frozen under adapters
-		b.EmbeddingBackward(m.g.embed, ws.dres, ws.tokens, T, d)
+		b.EmbeddingBackward(m.g.embed, ws.dres, ws.batchTokens, T, d)
 	}
 	return b.Err()
+}
+
+// batchRows copies the rows of x (width floats each; the rows a
+// prefixed Forward computed) out to the batch's rows (rowOf) in *dst,
+// grown to hold them, and returns it.
+func (m *Model) batchRows(dst *backend.Buffer, x backend.Buffer, width int) (backend.Buffer, error) {
+	ws := &m.ws
+	if err := m.grow(need{dst, ws.batchT * width}); err != nil {
+		return nil, err
+	}
+	m.b.EmbeddingForward(*dst, ws.rowOf, x, ws.batchT, width) // a row gather
+	return *dst, nil
+}
+
+// batchActs returns block l's activations with the batch's rows:
+// ws.layers[l], or for a prefixed Forward their copy in ws.wide.layer (and
+// its adapters' intermediates, t, in their bt). A
+// backend that shares prefixes keeps no attention probabilities
+// (backend.PrefixAttention), so there is no att to copy.
+func (m *Model) batchActs(l int) (*layerActs, error) {
+	ws, c := &m.ws, m.Config
+	a := &ws.layers[l]
+	if !ws.prefixed {
+		return a, nil
+	}
+	d, I := c.HiddenSize, c.IntermediateSize
+	C, KV := c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim()
+	w := &ws.wide.layer
+	for _, r := range []struct {
+		dst   *backend.Buffer
+		src   backend.Buffer
+		width int
+	}{
+		{&w.resid, a.resid, d}, {&w.ln1, a.ln1, d}, {&w.rstd1, a.rstd1, 1}, {&w.q, a.q, C}, {&w.k, a.k, KV}, {&w.v, a.v, KV},
+		{&w.attOut, a.attOut, C}, {&w.resid2, a.resid2, d}, {&w.ln2, a.ln2, d}, {&w.rstd2, a.rstd2, 1},
+		{&w.gate, a.gate, I}, {&w.up, a.up, I}, {&w.h, a.h, I},
+	} {
+		if _, err := m.batchRows(r.dst, r.src, r.width); err != nil {
+			return nil, err
+		}
+	}
+	if m.ad != nil {
+		for _, ad := range m.ad[l] {
+			if ad == nil {
+				continue
+			}
+			if _, err := m.batchRows(&ad.bt, ad.t, m.lora.Rank); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return w, nil
 }
 
 // normGrad is where a norm's weight gradient goes: dw itself, or scratch

@@ -24,6 +24,10 @@ type Want struct {
 	// Qwen2.5-0.5B with RAGEN's prompts a fifth of a pass's products and
 	// most of its log-softmax saved (decision 54).
 	Targets []bool
+	// NoGrad says no Backward follows (the old, reference and value
+	// passes of an RL step, scoring); Backward after such a Forward is an
+	// error. See Forward for what it changes.
+	NoGrad bool
 }
 
 // Output holds Forward's per-token results for a packed batch of T tokens.
@@ -61,18 +65,41 @@ type layerActs struct {
 // workspace holds the last Forward's inputs and activations and the scratch
 // of Backward. Buffers grow to the largest batch seen and are then reused.
 type workspace struct {
+	// The rows the passes compute: the batch's, or with shared prefixes
+	// (prefixed) the batch's without the positions other sequences
+	// computed.
 	T       int
-	tokens  []int // copy of the batch
-	lens    []int
-	pos     []int // position of each token within its sequence
+	tokens  []int
+	lens    []int // rows of each sequence
+	pos     []int // position of each row within its sequence
 	targets []int // [T] token predicted at row t, −1 at a sequence end
-	// The LM head's rows (Want.Targets): rowWanted[t] says row t's target
-	// is wanted (nil: all are); compact, the head runs on the wanted rows
-	// only, head, gathered into lnfH (their targets headTargets, which
-	// is targets otherwise).
+	// The batch as given (Output's and Backward's layout): batchT tokens
+	// in sequences of batchLens, at positions batchPos. Prefixed, the
+	// first past[s] positions of sequence s are rows another sequence
+	// computed, and rowOf maps each batch row to the row that computed it;
+	// Backward copies the activations out to the batch's rows, block by
+	// block, into wide.
+	batchT      int
+	batchTokens []int
+	batchLens   []int
+	batchPos    []int
+	prefixed    bool
+	past        []int
+	rowOf       []int
+	wide        struct {
+		layer             layerActs
+		final, lnf, rstdf backend.Buffer
+	}
+	// The LM head's rows (Want.Targets): rowWanted[r] says batch row r's
+	// target is wanted (nil: all are). Gathered, the head runs on the batch rows
+	// head only — the wanted ones when compact, every one otherwise —
+	// which are the rows gather, copied into lnfH, with targets
+	// headTargets (which is targets when not gathered).
 	rowWanted   []bool
 	compact     bool
+	gathered    bool
 	head        []int
+	gather      []int
 	headTargets []int
 	lnfH        backend.Buffer // [len(head), d]
 	layers      []layerActs
@@ -87,6 +114,7 @@ type workspace struct {
 	held        int            // the block whose activations the buffers hold, then
 	lm, value   bool           // heads evaluated by the last Forward
 	fresh       bool           // Forward ran and Backward has not consumed it yet
+	noGrad      bool           // the last Forward had Want.NoGrad
 
 	// Backward scratch.
 	dres, dln      backend.Buffer // [T, d]
@@ -103,7 +131,7 @@ type workspace struct {
 
 	// Host copies: per-row results, Forward's aligned Output, Backward's
 	// row gradients.
-	rows, rowsH              []float32
+	rows, rowsH, rowsC       []float32
 	out                      Output
 	lpHost, entHost, valHost []float32
 	logitsHost               []float32 // Want.Logits, downloaded off the CPU
@@ -115,6 +143,8 @@ type workspace struct {
 func (ws *workspace) buffers() []backend.Buffer {
 	bufs := []backend.Buffer{ws.final, ws.lnf, ws.rstdf, ws.lnfH, ws.logits, ws.lse, ws.lp, ws.ent, ws.val,
 		ws.dres, ws.dln, ws.dlnH, ws.dq, ws.dattOut, ws.dk, ws.dv, ws.datt, ws.dgate, ws.dup, ws.dh, ws.dlp, ws.dent, ws.dvl, ws.dnorm, ws.du, ws.attMap}
+	w := &ws.wide.layer
+	bufs = append(bufs, ws.wide.final, ws.wide.lnf, ws.wide.rstdf, w.resid, w.ln1, w.rstd1, w.q, w.k, w.v, w.attOut, w.resid2, w.ln2, w.rstd2, w.gate, w.up, w.h)
 	for i, a := range ws.layers {
 		bufs = append(bufs, a.resid)
 		if i == 0 || !ws.shared {
@@ -197,6 +227,14 @@ func (c Config) checkBatch(tokens, lens []int) error {
 // one after another, lens their lengths; positions restart at 0 in each
 // sequence and each attends causally to itself only. Activations are kept
 // for Backward. See Output for the alignment of the results.
+//
+// Positions that sequences share — the same tokens from the start, as a
+// GRPO group's prompt — run once on a backend that implements
+// backend.PrefixAttention, and every sequence gets their results: each the
+// float it is without sharing (decision 57). With Want.NoGrad every such
+// prefix is shared; otherwise only when it saves a quarter of the batch's
+// rows, as Backward then copies every block's activations out to the
+// batch's rows. No sharing with Want.Logits.
 func (m *Model) Forward(tokens, lens []int, want Want) (*Output, error) {
 	c := m.Config
 	m.ws.fresh = false // a failed Forward leaves nothing for Backward
@@ -243,17 +281,17 @@ func (m *Model) Forward(tokens, lens []int, want Want) (*Output, error) {
 	b.RMSNormForward(ws.lnf, ws.rstdf, ws.final, m.p.norm, T, d, eps)
 	x := m.in(0, ws.lnf, T*d) // the input of both heads
 
-	ws.lm, ws.value, ws.fresh = want.LM, want.Value, true
+	ws.lm, ws.value, ws.fresh, ws.noGrad = want.LM, want.Value, !want.NoGrad, want.NoGrad
 	ws.out = Output{}
-	ws.rows = growHost(ws.rows, T)
+	ws.rows = growHost(ws.rows, ws.batchT)
 	if want.LM {
 		// The head in blocks of headRows rows (one block unless the
-		// logits would outgrow maxHeadLogits; see there), over the wanted
-		// rows alone when compact.
+		// logits would outgrow maxHeadLogits; see there), over the rows
+		// head alone when gathered.
 		xh, H := x, T
-		if ws.compact {
+		if ws.gathered {
 			H = len(ws.head)
-			b.EmbeddingForward(ws.lnfH, ws.head, ws.lnf, H, d) // a row gather
+			b.EmbeddingForward(ws.lnfH, ws.gather, ws.lnf, H, d) // a row gather
 			xh = m.in(0, ws.lnfH, H*d)
 		}
 		for r0 := 0; r0 < H; r0 += ws.headRows {
@@ -277,7 +315,7 @@ func (m *Model) Forward(tokens, lens []int, want Want) (*Output, error) {
 		}
 	}
 	if want.Value && err == nil {
-		if ws.compact {
+		if ws.gathered {
 			x = m.in(0, ws.lnf, T*d) // the head's rows took slot 0
 		}
 		m.linear(ws.val, x, mw.valueW, m.p.valueB, T, d, 1)
@@ -319,7 +357,11 @@ func (m *Model) blockForward(l int, out backend.Buffer) error {
 	adapt(modV, a.v, x)
 	b.RopeForward(a.q, m.cos, m.sin, ws.pos, T, nH, hd)
 	b.RopeForward(a.k, m.cos, m.sin, ws.pos, T, nKV, hd)
-	b.AttentionForward(a.attOut, a.att, a.q, a.k, a.v, ws.lens, nH, nKV, hd)
+	if ws.prefixed {
+		b.(backend.PrefixAttention).AttentionForwardPrefixed(a.attOut, a.q, a.k, a.v, ws.lens, ws.past, ws.rowOf, nH, nKV, hd)
+	} else {
+		b.AttentionForward(a.attOut, a.att, a.q, a.k, a.v, ws.lens, nH, nKV, hd)
+	}
 	x = m.in(0, a.attOut, T*C)
 	m.linear(a.resid2, x, mm.o, nil, T, C, d)
 	adapt(modO, a.resid2, x)
@@ -374,26 +416,45 @@ func (m *Model) freeWorkspace() {
 			m.b.Free(x)
 		}
 	}
+	for _, l := range m.ad {
+		for _, ad := range l {
+			if ad != nil && ad.bt != nil {
+				m.b.Free(ad.bt)
+				ad.bt = nil
+			}
+		}
+	}
 	m.ws = workspace{}
 }
 
 // aligned downloads the per-row results in rows and maps them to per-token
 // ones (see Output): dst[i] = row[i−1] within each sequence, dst[first] =
-// 0. dst is reused when large enough.
+// 0. A prefixed batch's rows are first copied from the rows that computed
+// them. dst is reused when large enough.
 func (m *Model) aligned(dst []float32, rows backend.Buffer) ([]float32, error) {
 	ws := &m.ws
-	if err := m.b.Download(ws.rows, rows); err != nil {
+	if !ws.prefixed {
+		if err := m.b.Download(ws.rows, rows); err != nil {
+			return dst, err
+		}
+		return alignRows(dst, ws.rows, ws.lens), nil
+	}
+	ws.rowsC = growHost(ws.rowsC, ws.T)
+	if err := m.b.Download(ws.rowsC, rows); err != nil {
 		return dst, err
 	}
-	return alignRows(dst, ws.rows, ws.lens), nil
+	for r, c := range ws.rowOf {
+		ws.rows[r] = ws.rowsC[c]
+	}
+	return alignRows(dst, ws.rows, ws.batchLens), nil
 }
 
-// headAligned is aligned for the LM head's results: when compact, the
+// headAligned is aligned for the LM head's results: when gathered, the
 // rows of ws.head are put in place first, every other row 0; the tokens
 // not wanted (Want.Targets) get 0.
 func (m *Model) headAligned(dst []float32, rows backend.Buffer) ([]float32, error) {
 	ws := &m.ws
-	if !ws.compact {
+	if !ws.gathered {
 		dst, err := m.aligned(dst, rows)
 		if err != nil || ws.rowWanted == nil {
 			return dst, err
@@ -416,9 +477,11 @@ func (m *Model) headAligned(dst []float32, rows backend.Buffer) ([]float32, erro
 	}
 	clear(ws.rows)
 	for k, r := range ws.head {
-		ws.rows[r] = ws.rowsH[k]
+		if ws.compact || ws.rowWanted == nil || ws.rowWanted[r] {
+			ws.rows[r] = ws.rowsH[k]
+		}
 	}
-	return alignRows(dst, ws.rows, ws.lens), nil
+	return alignRows(dst, ws.rows, ws.batchLens), nil
 }
 
 // alignRows maps per-row results to per-token ones (see Output):
@@ -438,63 +501,151 @@ func alignRows(dst, rows []float32, lens []int) []float32 {
 	return dst
 }
 
-// headRowsOf sets the LM head's rows of the batch prepare copied (see
-// workspace.rowWanted) from want.Targets and returns their number: the
-// wanted rows when compact, else T. Compact where only some rows are
-// wanted and the head takes no gradient (its weight gradient sums over
-// the rows, in blocks that fewer rows would move) and no logits are asked
-// for.
-func (m *Model) headRowsOf(want Want) int {
+// headRowsOf sets the LM head's rows of the batch (tokens, as
+// prepare laid it out; see workspace.rowWanted) from want.Targets and
+// returns their number: the wanted rows when compact, T when not gathered.
+// Compact where only some rows are wanted and the head takes no gradient
+// (its weight gradient sums over the rows, in blocks that fewer rows would
+// move) and no logits are asked for. A prefixed batch is gathered with
+// every batch row when not compact, so that the head runs on the rows it
+// runs on without sharing, in the same blocks.
+func (m *Model) headRowsOf(tokens []int, want Want) int {
 	ws := &m.ws
-	ws.rowWanted, ws.compact, ws.head, ws.headTargets = nil, false, ws.head[:0], ws.targets
-	if !want.LM || want.Targets == nil {
+	ws.rowWanted, ws.compact, ws.gathered, ws.head, ws.headTargets = nil, false, false, ws.head[:0], ws.targets
+	if !want.LM || (want.Targets == nil && !ws.prefixed) {
 		return ws.T
 	}
-	ws.rowWanted = make([]bool, ws.T)
-	o := 0
-	for _, L := range ws.lens {
-		for i := 0; i+1 < L; i++ {
-			if want.Targets[o+i+1] {
-				ws.rowWanted[o+i] = true
-				ws.head = append(ws.head, o+i)
+	if want.Targets != nil {
+		o := 0
+		for _, L := range ws.batchLens {
+			for i := 0; i+1 < L; i++ {
+				if want.Targets[o+i+1] {
+					ws.head = append(ws.head, o+i)
+				}
 			}
+			o += L
+		}
+		ws.rowWanted = make([]bool, ws.batchT)
+		for _, r := range ws.head {
+			ws.rowWanted[r] = true
+		}
+	}
+	ws.compact = want.Targets != nil && m.g.lmHead == nil && !want.Logits && len(ws.head) < ws.batchT
+	if !ws.compact {
+		if !ws.prefixed {
+			return ws.T
+		}
+		ws.head = ws.head[:0]
+		for r := range ws.batchT {
+			ws.head = append(ws.head, r)
+		}
+	}
+	ws.gathered, ws.gather = true, ws.head
+	if ws.prefixed {
+		ws.gather = make([]int, len(ws.head))
+		for k, r := range ws.head {
+			ws.gather[k] = ws.rowOf[r]
+		}
+	}
+	ws.headTargets = make([]int, 0, len(ws.head))
+	k, o := 0, 0
+	for _, L := range ws.batchLens {
+		for ; k < len(ws.head) && ws.head[k] < o+L; k++ {
+			tgt := -1
+			if r := ws.head[k]; r+1 < o+L {
+				tgt = tokens[r+1]
+			}
+			ws.headTargets = append(ws.headTargets, tgt)
 		}
 		o += L
 	}
-	if m.g.lmHead != nil || want.Logits || len(ws.head) == ws.T {
-		return ws.T
-	}
-	ws.compact = true
-	ws.headTargets = make([]int, len(ws.head))
-	for k, r := range ws.head {
-		ws.headTargets[k] = ws.targets[r]
-	}
 	return len(ws.head)
+}
+
+// prefixSharing is whether Forward shares prefixes (see there); off, for
+// the tests, it never does.
+var prefixSharing = true
+
+// sharePrefixes lays out a batch with shared prefixes (see
+// workspace.past): each sequence, in order, takes the longest prefix it
+// has in common with an earlier one, rounded down to the backend's
+// PrefixAlign and leaving it one row of its own, from the rows that
+// computed that prefix. It reports whether the batch is laid out so: some
+// sequence shares a prefix and, unless noGrad, a quarter of the rows are
+// saved (see Forward).
+func (m *Model) sharePrefixes(tokens, lens []int, noGrad bool) bool {
+	pa, ok := m.b.(backend.PrefixAttention)
+	if !ok || !prefixSharing || len(lens) < 2 {
+		return false
+	}
+	align, ws := pa.PrefixAlign(), &m.ws
+	ws.past, ws.rowOf = ws.past[:0], ws.rowOf[:0]
+	shared, rows, o := false, 0, 0
+	for s, L := range lens {
+		seq := tokens[o : o+L-1]
+		past, from := 0, 0
+		for j, oj := 0, 0; j < s; j++ {
+			n := commonPrefix(seq, tokens[oj:oj+lens[j]]) / align * align
+			if n > past {
+				past, from = n, oj
+			}
+			oj += lens[j]
+		}
+		ws.rowOf = append(ws.rowOf, ws.rowOf[from:from+past]...)
+		for range L - past {
+			ws.rowOf = append(ws.rowOf, rows)
+			rows++
+		}
+		ws.past = append(ws.past, past)
+		shared = shared || past > 0
+		o += L
+	}
+	return shared && (noGrad || 4*(len(tokens)-rows) >= len(tokens))
+}
+
+// commonPrefix is the number of leading entries a and b share.
+func commonPrefix(a, b []int) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // prepare copies the batch into the workspace, derives positions and
 // targets, and sizes the buffers of the heads asked for.
 func (m *Model) prepare(tokens, lens []int, want Want) error {
 	c, ws := m.Config, &m.ws
-	T := len(tokens)
-	ws.T = T
-	ws.tokens = append(ws.tokens[:0], tokens...)
-	ws.lens = append(ws.lens[:0], lens...)
-	ws.pos, ws.targets = ws.pos[:0], ws.targets[:0]
+	ws.batchT, ws.batchLens = len(tokens), append(ws.batchLens[:0], lens...)
+	ws.batchTokens, ws.batchPos = append(ws.batchTokens[:0], tokens...), ws.batchPos[:0]
+	ws.prefixed = !want.Logits && m.sharePrefixes(tokens, lens, want.NoGrad)
+	ws.tokens, ws.lens, ws.pos, ws.targets = ws.tokens[:0], ws.lens[:0], ws.pos[:0], ws.targets[:0]
 	o := 0
-	for _, L := range lens {
-		for i := 0; i < L; i++ {
+	for s, L := range lens {
+		past := 0
+		if ws.prefixed {
+			past = ws.past[s]
+		}
+		for i := range L {
+			ws.batchPos = append(ws.batchPos, i)
+		}
+		for i := past; i < L; i++ {
 			tgt := -1
 			if i+1 < L {
 				tgt = tokens[o+i+1]
 			}
-			ws.pos, ws.targets = append(ws.pos, i), append(ws.targets, tgt)
+			ws.tokens, ws.pos, ws.targets = append(ws.tokens, tokens[o+i]), append(ws.pos, i), append(ws.targets, tgt)
 		}
+		ws.lens = append(ws.lens, L-past)
 		o += L
 	}
+	T := len(ws.tokens)
+	ws.T = T
 	d, V, I := c.HiddenSize, c.VocabSize, c.IntermediateSize
 	C, KV := c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim()
-	att := m.b.AttentionStore(lens, c.NumHeads)
+	att := m.b.AttentionStore(ws.lens, c.NumHeads)
 	if len(ws.layers) != c.NumLayers {
 		ws.layers = make([]layerActs, c.NumLayers)
 	}
@@ -511,15 +662,15 @@ func (m *Model) prepare(tokens, lens []int, want Want) error {
 			need{&a.gate, T * I}, need{&a.up, T * I}, need{&a.h, T * I})
 	}
 	needs = append(needs, need{&ws.final, T * d}, need{&ws.lnf, T * d}, need{&ws.rstdf, T})
-	H := m.headRowsOf(want)
+	H := m.headRowsOf(tokens, want)
 	ws.headRows = max(1, H)
 	if want.LM && !want.Logits && H*V > maxHeadLogits {
 		ws.headRows = max(1, maxHeadLogits/V)
 	}
 	if want.LM {
-		needs = append(needs, need{&ws.logits, ws.headRows * V}, need{&ws.lse, T}, need{&ws.lp, T}, need{&ws.ent, T})
+		needs = append(needs, need{&ws.logits, ws.headRows * V}, need{&ws.lse, max(T, H)}, need{&ws.lp, max(T, H)}, need{&ws.ent, max(T, H)})
 	}
-	if ws.compact {
+	if ws.gathered {
 		needs = append(needs, need{&ws.lnfH, max(1, H) * d})
 	}
 	if want.Value {
@@ -557,8 +708,8 @@ func (m *Model) AttentionMap(layer, seq, head int) (*tensor.Dense, error) {
 	}
 	hd := c.HeadDim()
 	C, KV := c.NumHeads*hd, c.NumKVHeads*hd
-	o, L, g := 0, ws.lens[seq], head/(c.NumHeads/c.NumKVHeads)
-	for _, n := range ws.lens[:seq] {
+	o, L, g := 0, ws.batchLens[seq], head/(c.NumHeads/c.NumKVHeads)
+	for _, n := range ws.batchLens[:seq] {
 		o += n
 	}
 	if err := m.grow(need{&ws.attMap, L * L}); err != nil {
@@ -570,8 +721,24 @@ func (m *Model) AttentionMap(layer, seq, head int) (*tensor.Dense, error) {
 		}
 	}
 	a, b := &ws.layers[layer], m.b
-	q := b.Slice(a.q, o*C+head*hd, (L-1)*C+hd)
-	k := b.Slice(a.k, o*KV+g*hd, (L-1)*KV+hd)
+	qs, ks := a.q, a.k
+	var err error
+	if ws.prefixed { // the sequence's rows, from the rows that computed them
+		rows := ws.rowOf[o : o+L]
+		if qs, err = b.Alloc(L * C); err != nil {
+			return nil, fmt.Errorf("attention map: %w", err)
+		}
+		defer b.Free(qs)
+		if ks, err = b.Alloc(L * KV); err != nil {
+			return nil, fmt.Errorf("attention map: %w", err)
+		}
+		defer b.Free(ks)
+		b.EmbeddingForward(qs, rows, a.q, L, C)
+		b.EmbeddingForward(ks, rows, a.k, L, KV)
+		o = 0
+	}
+	q := b.Slice(qs, o*C+head*hd, (L-1)*C+hd)
+	k := b.Slice(ks, o*KV+g*hd, (L-1)*KV+hd)
 	b.AttentionProbs(ws.attMap, q, k, L, hd, C, KV)
 	p := make([]float32, L*L)
 	if err := b.Download(p, ws.attMap); err != nil {

@@ -154,6 +154,7 @@ func newLoRALayout(c Config, l LoRA) *Layout {
 type adapter struct {
 	a, b, ha, hb, da, db backend.Buffer
 	t                    backend.Buffer // [T, r]
+	bt                   backend.Buffer // t with a prefixed batch's rows (batchActs), for Backward
 	in, out              int
 }
 
@@ -443,7 +444,11 @@ func (m *Model) adaptBackward(ad *adapter, dinp, g, x backend.Buffer, N int) {
 	if m.half != nil {
 		a, b = ad.ha, ad.hb
 	}
-	m.gemm(true, false, ad.out, r, N, s, g, ad.out, m.in(2, ad.t, N*r), r, 1, ad.db, r)
+	t := ad.t
+	if m.ws.prefixed {
+		t = ad.bt
+	}
+	m.gemm(true, false, ad.out, r, N, s, g, ad.out, m.in(2, t, N*r), r, 1, ad.db, r)
 	m.gemm(false, false, N, r, ad.out, s, g, ad.out, b, r, 0, m.ws.du, r)
 	u := m.in(2, m.ws.du, N*r)
 	m.gemm(true, false, r, ad.in, N, 1, u, r, x, ad.in, 1, ad.da, ad.in)

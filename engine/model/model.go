@@ -275,7 +275,7 @@ func (m *Model) release() {
 	for _, l := range m.ad {
 		for _, ad := range l {
 			if ad != nil {
-				bufs = append(bufs, ad.t)
+				bufs = append(bufs, ad.t, ad.bt)
 			}
 		}
 	}

@@ -86,8 +86,10 @@ const maxForwardTokens = 16384
 
 // evaluate runs n over trajs in chunks of at most limit tokens and
 // returns the per-trajectory log-probs, entropies and values it was asked
-// for.
+// for. No Backward follows: a prompt that trajectories share runs once
+// (Want.NoGrad).
 func evaluate(n *model.Model, trajs []*rollout.Trajectory, want model.Want, limit int) (logp, ent, val [][]float64, err error) {
+	want.NoGrad = true
 	for _, p := range forwardChunks(trajs, limit) {
 		tokens, lens := pack(trajs[p[0]:p[1]])
 		if want.LM {

@@ -423,7 +423,7 @@ func (t *Trainer) crossScore(xs, zs [][]int, groups, pick []int) (crossScores, e
 		if len(cells) == 0 {
 			return nil
 		}
-		out, err := t.policy.Forward(tokens, lens, model.Want{LM: true, Targets: targets})
+		out, err := t.policy.Forward(tokens, lens, model.Want{LM: true, Targets: targets, NoGrad: true})
 		if err != nil {
 			return err
 		}

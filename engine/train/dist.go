@@ -368,6 +368,7 @@ func (t *Trainer) evaluateShared(m *model.Model, trajs []*rollout.Trajectory, wa
 		return evaluate(m, trajs, want, t.passLimit(maxForwardTokens))
 	}
 	chunks := forwardChunks(trajs, t.passLimit(sharedForwardTokens))
+	want.NoGrad = true
 	var sets [][][]float64
 	if want.LM {
 		logp, ent = make([][]float64, len(trajs)), make([][]float64, len(trajs))

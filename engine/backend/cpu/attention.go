@@ -211,6 +211,47 @@ func AttentionForward(out, q, k, v []float32, lens []int, nH, nKV, hd int) {
 	})
 }
 
+// AttentionForwardPrefixed is AttentionForward for sequences whose first
+// keys and values are rows of the batch that other sequences computed
+// (backend.PrefixAttention): sequence s's lens[s] rows are positions
+// past[s] … past[s]+lens[s]−1, and its keys and values at positions
+// 0 … past[s]+lens[s]−1 are the rows keyRows[o : o+past[s]+lens[s]] of
+// k and v, o = Σ_{s'<s} past[s']+lens[s']. A sequence with past > 0 has
+// its group's keys and values gathered into scratch; with past a multiple
+// of attBlock its row blocks fall where AttendHead puts them in the whole
+// sequence, so every float is the one AttentionForward computes there.
+func AttentionForwardPrefixed(out, q, k, v []float32, lens, past, keyRows []int, nH, nKV, hd int) {
+	C, KV := nH*hd, nKV*hd
+	offs, keyOffs := offsets(lens), make([]int, len(lens))
+	width, o := 0, 0
+	for s, L := range lens {
+		keyOffs[s], o = o, o+past[s]+L
+		width = max(width, past[s]+L)
+	}
+	size := AttendScratch(width, 0)
+	parallel.For(len(lens)*nH, 1, func(_, lo, hi int) {
+		for task := lo; task < hi; task++ {
+			s, h := task/nH, task%nH
+			r, L, P, g := offs[s], lens[s], past[s], h/(nH/nKV)
+			if P == 0 {
+				att := getScratch(size)
+				AttendHead(out[r*C+h*hd:], att, q[r*C+h*hd:], k[r*KV+g*hd:], v[r*KV+g*hd:], L, 0, hd, C, KV, C)
+				putScratch(att)
+				continue
+			}
+			W := P + L
+			scratch := getScratch(size + 2*W*hd)
+			att, kg, vg := scratch[:size], scratch[size:size+W*hd], scratch[size+W*hd:]
+			for j, row := range keyRows[keyOffs[s] : keyOffs[s]+W] {
+				copy(kg[j*hd:(j+1)*hd], k[row*KV+g*hd:])
+				copy(vg[j*hd:(j+1)*hd], v[row*KV+g*hd:])
+			}
+			AttendHead(out[r*C+h*hd:], att, q[r*C+h*hd:], kg, vg, L, P, hd, C, hd, C)
+			putScratch(scratch)
+		}
+	})
+}
+
 // AttentionBackward accumulates dq, dk, dv from dout, recomputing the
 // probabilities P block by block (probBlock). Work is split by (sequence,
 // key/value head), the query heads of a group done in order, so the sums

@@ -214,6 +214,14 @@ func (*Backend) AttentionForward(out, _, q, k, v backend.Buffer, lens []int, nH,
 	AttentionForward(h(out), h(q), h(k), h(v), lens, nH, nKV, hd)
 }
 
+// PrefixAlign is attBlock: AttendHead's row blocks start at its
+// multiples.
+func (*Backend) PrefixAlign() int { return attBlock }
+
+func (*Backend) AttentionForwardPrefixed(out, q, k, v backend.Buffer, lens, past, keyRows []int, nH, nKV, hd int) {
+	AttentionForwardPrefixed(h(out), h(q), h(k), h(v), lens, past, keyRows, nH, nKV, hd)
+}
+
 func (*Backend) AttentionBackward(dq, dk, dv, _, dout, _, q, k, v backend.Buffer, lens []int, nH, nKV, hd int) {
 	AttentionBackward(h(dq), h(dk), h(dv), h(dout), h(q), h(k), h(v), lens, nH, nKV, hd)
 }

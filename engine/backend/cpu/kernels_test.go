@@ -465,3 +465,69 @@ func BenchmarkLogSoftmaxForward(b *testing.B) {
 		LogSoftmaxForward(lse, lp, ent, logits, targets, N, V)
 	}
 }
+
+// TestAttentionForwardPrefixedMatchesWhole: sequences whose first keys and
+// values are another's rows (a chain of two, a prefix ending inside the
+// other's own rows, a sequence of 2 rows of its own) get the bits
+// AttentionForward gives the whole sequences.
+func TestAttentionForwardPrefixedMatchesWhole(t *testing.T) {
+	const nH, nKV, hd = 4, 2, 16
+	C, KV := nH*hd, nKV*hd
+	rng := rand.New(rand.NewPCG(8, 9))
+	// The whole batch: sequences of 200, 210, 130 and 90 rows; 1 shares
+	// 128 positions with 0, 2 shares 192 with 1 (so 0's rows, then
+	// 1's own), 3 shares none.
+	whole := []int{200, 210, 130 + 64, 90}
+	past := []int{0, 128, 192, 0}
+	T := 0
+	for _, L := range whole {
+		T += L
+	}
+	q, k, v := randn(rng, T*C, 1), randn(rng, T*KV, 1), randn(rng, T*KV, 1)
+	// Make the shared rows equal, as the computation would.
+	o1, o2 := whole[0], whole[0]+whole[1]
+	copy(k[o1*KV:(o1+128)*KV], k[:128*KV])
+	copy(v[o1*KV:(o1+128)*KV], v[:128*KV])
+	copy(k[o2*KV:(o2+192)*KV], k[o1*KV:(o1+192)*KV])
+	copy(v[o2*KV:(o2+192)*KV], v[o1*KV:(o1+192)*KV])
+	want := make([]float32, T*C)
+	AttentionForward(want, q, k, v, whole, nH, nKV, hd)
+
+	// The computed rows: each sequence without its shared positions.
+	var keep, lens, keyRows []int
+	o := 0
+	for s, L := range whole {
+		for i := past[s]; i < L; i++ {
+			keep = append(keep, o+i)
+		}
+		lens = append(lens, L-past[s])
+		o += L
+	}
+	rowOf := make([]int, T) // batch row → computed row
+	for r, b := range keep {
+		rowOf[b] = r
+	}
+	for i := range 128 {
+		rowOf[o1+i] = rowOf[i]
+	}
+	for i := range 192 {
+		rowOf[o2+i] = rowOf[o1+i]
+	}
+	keyRows = rowOf
+	gather := func(x []float32, w int) []float32 {
+		y := make([]float32, len(keep)*w)
+		for r, b := range keep {
+			copy(y[r*w:(r+1)*w], x[b*w:(b+1)*w])
+		}
+		return y
+	}
+	out := make([]float32, len(keep)*C)
+	AttentionForwardPrefixed(out, gather(q, C), gather(k, KV), gather(v, KV), lens, past, keyRows, nH, nKV, hd)
+	for r, b := range keep {
+		for j := range C {
+			if math.Float32bits(out[r*C+j]) != math.Float32bits(want[b*C+j]) {
+				t.Fatalf("row %d (batch row %d) column %d: %v, whole %v", r, b, j, out[r*C+j], want[b*C+j])
+			}
+		}
+	}
+}
