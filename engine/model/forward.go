@@ -237,7 +237,7 @@ func (c Config) checkBatch(tokens, lens []int) error {
 // batch's rows. No sharing with Want.Logits.
 func (m *Model) Forward(tokens, lens []int, want Want) (*Output, error) {
 	c := m.Config
-	m.ws.fresh = false // a failed Forward leaves nothing for Backward
+	m.ws.fresh, m.ws.noGrad = false, false // a failed Forward leaves nothing for Backward
 	if want.Logits {
 		want.LM = true
 	}
@@ -687,7 +687,9 @@ func (m *Model) prepare(tokens, lens []int, want Want) error {
 			ws.layers[l].resid = resid
 		}
 	}
-	return m.growHalf(T*max(d, C, I), 0, T*m.rank())
+	// Slot 0 also takes the LM head's rows, which a prefixed batch
+	// gathers from fewer computed rows (H may exceed T).
+	return m.growHalf(max(T*max(d, C, I), H*d), 0, T*m.rank())
 }
 
 // AttentionMap returns the attention probabilities of one head in one layer

@@ -194,3 +194,40 @@ func TestNoGradRefusesBackward(t *testing.T) {
 		t.Errorf("err %v, want one naming Want.NoGrad", err)
 	}
 }
+
+// TestSharedPrefixHeadRows: a fresh BF16 model whose LM head runs on more
+// rows than the prefixed batch computes (4 copies of one sequence: 260
+// head rows from 68 computed, more than slot 0's bf16 scratch for the
+// blocks holds) gets the floats of the unshared batch.
+func TestSharedPrefixHeadRows(t *testing.T) {
+	c := Tiny()
+	s := randomBatch(rand.New(rand.NewPCG(6, 6)), c.VocabSize, 65)
+	tokens := slices.Concat(s, s, s, s)
+	lens := []int{65, 65, 65, 65}
+	var lps [2][]float32
+	for i, share := range []bool{false, true} {
+		m, err := New(c, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		randomize(m, 4)
+		if err := m.Use(cpu.New(), backend.BF16); err != nil {
+			t.Fatal(err)
+		}
+		prefixSharing = share
+		out, err := m.Forward(tokens, lens, Want{LM: true, NoGrad: true})
+		prefixSharing = true
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.ws.prefixed != share {
+			t.Fatalf("prefixed %v, want %v", m.ws.prefixed, share)
+		}
+		lps[i] = slices.Clone(out.LogProb)
+	}
+	for i := range lps[0] {
+		if math.Float32bits(lps[0][i]) != math.Float32bits(lps[1][i]) {
+			t.Fatalf("token %d: log-prob %v shared, %v not", i, lps[1][i], lps[0][i])
+		}
+	}
+}

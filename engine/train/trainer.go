@@ -717,7 +717,8 @@ func (t *Trainer) actorGrads(step int, b *batch, lo, hi, limit int, terms []loss
 	var logp, ent [][]float64
 	for _, p := range parts {
 		tokens, lens := pack(trajs[p[0]:p[1]])
-		out, err := t.policy.Forward(tokens, lens, model.Want{LM: true, Targets: agentTargets(trajs[p[0]:p[1]])})
+		// Several parts each run forward again before their Backward.
+		out, err := t.policy.Forward(tokens, lens, model.Want{LM: true, Targets: agentTargets(trajs[p[0]:p[1]]), NoGrad: len(parts) > 1})
 		if err != nil {
 			return loss, false, fmt.Errorf("step %d: actor forward: %w", step, err)
 		}
@@ -789,7 +790,7 @@ func (t *Trainer) updateCritic(step int, b *batch, lo, hi int, acc *accumulator)
 	var values [][]float64
 	for _, p := range parts {
 		tokens, lens := pack(trajs[p[0]:p[1]])
-		out, err := t.critic.Forward(tokens, lens, model.Want{Value: true})
+		out, err := t.critic.Forward(tokens, lens, model.Want{Value: true, NoGrad: len(parts) > 1})
 		if err != nil {
 			return fmt.Errorf("step %d: critic forward: %w", step, err)
 		}
