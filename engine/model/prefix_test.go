@@ -60,19 +60,7 @@ func TestForwardSharedPrefixes(t *testing.T) {
 	defer func(v int) { maxHeadLogits = v }(maxHeadLogits)
 	for _, p := range []backend.Precision{backend.F32, backend.BF16} {
 		for _, lora := range []bool{true, false} {
-			var m *Model
-			if lora {
-				m = loraPolicy(t, c, LoRA{Rank: 4, Alpha: 8, Targets: []string{"all-linear"}}, true, cpu.New(), p)
-			} else {
-				var err error
-				if m, err = New(c, 3); err != nil {
-					t.Fatal(err)
-				}
-				randomize(m, 4)
-				if err := m.Use(cpu.New(), p); err != nil {
-					t.Fatal(err)
-				}
-			}
+			m := testPolicy(t, c, lora, p)
 			for _, recompute := range []bool{false, true} {
 				m.SetRecompute(recompute)
 				for _, blockRows := range []int{0, 3} {
@@ -153,45 +141,35 @@ func TestForwardSharedPrefixes(t *testing.T) {
 
 // TestSharedPrefixRule: without NoGrad a prefix is shared only when it
 // saves a quarter of the batch's rows (Backward copies every row); with
-// it, always.
+// it, always; and a NoGrad Forward leaves nothing for Backward, shared or
+// not.
 func TestSharedPrefixRule(t *testing.T) {
 	c := Tiny()
-	m, err := New(c, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := testPolicy(t, c, false, backend.F32)
 	rng := rand.New(rand.NewPCG(3, 4))
 	s0 := randomBatch(rng, c.VocabSize, 250)
 	s1 := append(slices.Clone(s0[:64]), randomBatch(rng, c.VocabSize, 186)...)
-	tokens, lens := append(slices.Clone(s0), s1...), []int{250, 250} // 64 of 500 rows saved
-	for _, noGrad := range []bool{false, true} {
-		if _, err := m.Forward(tokens, lens, Want{LM: true, NoGrad: noGrad}); err != nil {
+	s2 := randomBatch(rng, c.VocabSize, 14)
+	for _, tc := range []struct {
+		name           string
+		tokens         []int
+		lens           []int
+		noGrad, shared bool
+	}{
+		{"64 of 500 rows saved", slices.Concat(s0, s1), []int{250, 250}, false, false},
+		{"64 of 500 rows saved, NoGrad", slices.Concat(s0, s1), []int{250, 250}, true, true},
+		{"no prefix in common, NoGrad", slices.Concat(s0, s2), []int{250, 14}, true, false},
+	} {
+		if _, err := m.Forward(tc.tokens, tc.lens, Want{LM: true, NoGrad: tc.noGrad}); err != nil {
 			t.Fatal(err)
 		}
-		if m.ws.prefixed != noGrad {
-			t.Errorf("NoGrad %v: prefixed %v", noGrad, m.ws.prefixed)
+		if m.ws.prefixed != tc.shared {
+			t.Errorf("%s: prefixed %v", tc.name, m.ws.prefixed)
 		}
-	}
-}
-
-// TestNoGradRefusesBackward: a NoGrad Forward leaves nothing for
-// Backward even when no sequence shares a prefix.
-func TestNoGradRefusesBackward(t *testing.T) {
-	c := Tiny()
-	m, err := New(c, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lens := []int{9, 5}
-	tokens := randomBatch(rand.New(rand.NewPCG(1, 2)), c.VocabSize, lens...)
-	if _, err := m.Forward(tokens, lens, Want{LM: true, NoGrad: true}); err != nil {
-		t.Fatal(err)
-	}
-	if m.ws.prefixed {
-		t.Fatal("sequences of 9 and 5 random tokens share no 64-token prefix")
-	}
-	if err := m.Backward(Grad{LogProb: make([]float32, len(tokens))}); err == nil || !strings.Contains(err.Error(), "NoGrad") {
-		t.Errorf("err %v, want one naming Want.NoGrad", err)
+		err := m.Backward(Grad{LogProb: make([]float32, len(tc.tokens))})
+		if tc.noGrad && (err == nil || !strings.Contains(err.Error(), "NoGrad")) || !tc.noGrad && err != nil {
+			t.Errorf("%s: Backward: err %v", tc.name, err)
+		}
 	}
 }
 
@@ -206,14 +184,7 @@ func TestSharedPrefixHeadRows(t *testing.T) {
 	lens := []int{65, 65, 65, 65}
 	var lps [2][]float32
 	for i, share := range []bool{false, true} {
-		m, err := New(c, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		randomize(m, 4)
-		if err := m.Use(cpu.New(), backend.BF16); err != nil {
-			t.Fatal(err)
-		}
+		m := testPolicy(t, c, false, backend.BF16)
 		prefixSharing = share
 		out, err := m.Forward(tokens, lens, Want{LM: true, NoGrad: true})
 		prefixSharing = true
@@ -230,4 +201,23 @@ func TestSharedPrefixHeadRows(t *testing.T) {
 			t.Fatalf("token %d: log-prob %v shared, %v not", i, lps[1][i], lps[0][i])
 		}
 	}
+}
+
+// testPolicy is a random model of c at precision p on the CPU: rank-4
+// adapters on every linear layer of a bf16 base when lora, else a full
+// model.
+func testPolicy(t *testing.T, c Config, lora bool, p backend.Precision) *Model {
+	t.Helper()
+	if lora {
+		return loraPolicy(t, c, LoRA{Rank: 4, Alpha: 8, Targets: []string{"all-linear"}}, true, cpu.New(), p)
+	}
+	m, err := New(c, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(m, 4)
+	if err := m.Use(cpu.New(), p); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/ragen-go/ragen/engine/backend"
-	"github.com/ragen-go/ragen/engine/backend/cpu"
 )
 
 // TestForwardTargets checks Want.Targets: the wanted tokens' log-probs and
@@ -43,19 +42,7 @@ func TestForwardTargets(t *testing.T) {
 				if blockRows > 0 {
 					maxHeadLogits = blockRows * c.VocabSize
 				}
-				var m *Model
-				if lora {
-					m = loraPolicy(t, c, LoRA{Rank: 4, Alpha: 8, Targets: []string{"all-linear"}}, true, cpu.New(), p)
-				} else {
-					var err error
-					if m, err = New(c, 3); err != nil {
-						t.Fatal(err)
-					}
-					randomize(m, 4)
-					if err := m.Use(cpu.New(), p); err != nil {
-						t.Fatal(err)
-					}
-				}
+				m := testPolicy(t, c, lora, p)
 				name := map[bool]string{true: "lora", false: "full"}[lora] + "/" + string(p)
 				run := func(want []bool) (lp, ent, grads []float32) {
 					out, err := m.Forward(tokens, lens, Want{LM: true, Targets: want})
