@@ -232,6 +232,13 @@ type KVCopier interface {
 	CopySlot(dst, src, n int) error
 }
 
+// Concurrent is implemented by a backend whose operations may run from
+// several goroutines at once on disjoint outputs and caches (the CPU's): a
+// decoding step of a small model then runs groups of its sequences side by
+// side, each operation on one core, instead of splitting every small
+// operation across the cores (model.Decoder).
+type Concurrent interface{ Concurrent() }
+
 // PrefixAttention is implemented by a backend whose attention lets a
 // sequence read the keys and values of its first positions from rows that
 // another sequence of the batch computed: a model's forward pass then runs

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragen-go/ragen/engine/backend"
 	"github.com/ragen-go/ragen/engine/sample"
 )
 
@@ -292,6 +293,79 @@ func TestSharedPrompts(t *testing.T) {
 			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
 				t.Fatalf("sequence %d after its shared prompt: logit %d is %v, run alone %v", i, j-i*V, got[j], want[j])
 			}
+		}
+	}
+}
+
+// TestDecodeGroups: a small model's decoding steps, run as groups of
+// sequences side by side (Decoder.groups), give the logits of whole steps
+// bit for bit — through a prefill, steps of 13 down to 3 sequences, and
+// environment replies of several rows.
+func TestDecodeGroups(t *testing.T) {
+	c := Tiny()
+	m, err := New(c, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(m, 4)
+	V := c.VocabSize
+	trace := func(grouped bool) (logits []float32, split int) {
+		groupSteps = grouped
+		defer func() { groupSteps = true }()
+		d, err := m.NewDecoder()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		rng := rand.New(rand.NewPCG(8, 1))
+		var ids []int
+		var chunks [][]int
+		for i := range 13 {
+			ids = append(ids, i)
+			chunks = append(chunks, randomBatch(rng, V, 3+5*i))
+		}
+		for step := range 14 {
+			seqs := make([]backend.DecodeSeq, len(ids))
+			for i, id := range ids {
+				seqs[i] = backend.DecodeSeq{Rows: len(chunks[i]), Past: d.Len(id)}
+			}
+			if len(d.groups(seqs)) > 1 {
+				split++
+			}
+			out, err := d.Append(ids, chunks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logits = append(logits, out...)
+			for i := range ids {
+				chunks[i] = []int{rng.IntN(V)}
+			}
+			if step == 5 { // environment replies
+				chunks[2] = append(chunks[2], randomBatch(rng, V, 9)...)
+				chunks[7] = append(chunks[7], randomBatch(rng, V, 4)...)
+			}
+			if step >= 6 && len(ids) > 3 { // episodes end
+				d.Remove(ids[0])
+				ids, chunks = ids[1:], chunks[1:]
+				if len(ids) > 5 {
+					d.Remove(ids[len(ids)-1])
+					ids, chunks = ids[:len(ids)-1], chunks[:len(chunks)-1]
+				}
+			}
+		}
+		return logits, split
+	}
+	want, _ := trace(false)
+	got, split := trace(true)
+	if split < 5 {
+		t.Fatalf("only %d steps ran as groups", split)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d logits, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("logit %d: %v in groups, %v whole", i, got[i], want[i])
 		}
 	}
 }

@@ -214,6 +214,10 @@ func (*Backend) AttentionForward(out, _, q, k, v backend.Buffer, lens []int, nH,
 	AttentionForward(h(out), h(q), h(k), h(v), lens, nH, nKV, hd)
 }
 
+// Concurrent: every operation may run from several goroutines at once
+// on disjoint outputs (backend.Concurrent).
+func (*Backend) Concurrent() {}
+
 // PrefixAlign is attBlock: AttendHead's row blocks start at its
 // multiples.
 func (*Backend) PrefixAlign() int { return attBlock }

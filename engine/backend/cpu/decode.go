@@ -18,7 +18,6 @@ import (
 type kvCache struct {
 	layers, nKV, hd, maxLen int
 	slots                   []*kvSlot
-	att                     []float32 // DecodeAttention's score scratch
 }
 
 type kvSlot struct {
@@ -94,7 +93,7 @@ func (c *kvCache) Drop(slot int) {
 	}
 }
 
-func (c *kvCache) Free() { c.slots, c.att = nil, nil }
+func (c *kvCache) Free() { c.slots = nil }
 
 // DecodeAttention runs one task per (sequence, key/value head): it adds
 // the bias to its rows' query heads of the group and to their key and
@@ -126,10 +125,8 @@ func (*Backend) DecodeAttention(out, qkv, bias backend.Buffer, cache backend.KVC
 			a += nH * AttendScratch(s.Rows, s.Past)
 		}
 	}
-	if cap(c.att) < a {
-		c.att = make([]float32, a)
-	}
-	att := c.att[:a]
+	att := getScratch(a) // per call: steps of disjoint sequences may run side by side (backend.Concurrent)
+	defer putScratch(att)
 	parallel.For(B*nKV, 1, func(_, lo, hi int) {
 		for task := lo; task < hi; task++ {
 			i, g := task/nKV, task%nKV
