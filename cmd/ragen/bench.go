@@ -359,9 +359,14 @@ func decodeBench(m *model.Model, newTokens int, seed uint64) (float64, error) {
 		n += len(o)
 	}
 	rate := float64(n) / time.Since(start).Seconds()
-	// Untimed: the next decoder packs into these panels, as a training
-	// run's next rollout does.
+	// Untimed: the next decoder packs into these panels, and its cache and
+	// scratch reuse this one's pages after a collection, as a training
+	// run's next rollout does (Trainer.play collects after each rollout).
+	// Without it a round took fresh pages from the system until the heap
+	// reached its goal, and faulting them in (about 5,000 a round of the
+	// small preset, some 9 µs each on the 2-vCPU VMs) was most of a round.
 	d.Close()
+	runtime.GC()
 	return rate, nil
 }
 
