@@ -575,7 +575,7 @@ var groupSteps = true
 // groups cuts a step into groups of sequences that run through the blocks
 // side by side, one goroutine each, where the backend allows it
 // (backend.Concurrent), the model is small and the step is more than one
-// group; nil otherwise. A small model's step (the toy presets' weights are
+// group, none with more than twice the mean rows; nil otherwise. A small model's step (the toy presets' weights are
 // a few MB, in the caches) is dozens of small operations, each of which
 // the cores split and then wait on each other: decoding 16 sequences of
 // the small preset ran 1.1× faster on two cores than on one. A group
@@ -609,7 +609,13 @@ func (d *Decoder) groups(seqs []backend.DecodeSeq) []rowGroup {
 			gs = append(gs, g)
 		}
 	}
-	if len(gs) < 2 {
+	// Uneven groups (a long reply beside single rows) would leave one
+	// goroutine most of the work that every core shared before.
+	largest := 0
+	for _, g := range gs {
+		largest = max(largest, g.rows)
+	}
+	if len(gs) < 2 || largest*len(gs) > 2*(gs[len(gs)-1].row+gs[len(gs)-1].rows) {
 		return nil
 	}
 	return gs

@@ -299,8 +299,10 @@ func TestSharedPrompts(t *testing.T) {
 
 // TestDecodeGroups: a small model's decoding steps, run as groups of
 // sequences side by side (Decoder.groups), give the logits of whole steps
-// bit for bit — through a prefill, steps of 13 down to 3 sequences, and
-// environment replies of several rows.
+// bit for bit — through a prefill, steps of 19 down to 3 sequences (19:
+// groups of 8 and 8 + 3), and environment replies of several rows — and
+// that a step is cut only into groups of more than gemm.DotMaxRows rows,
+// none with more than twice the mean.
 func TestDecodeGroups(t *testing.T) {
 	c := Tiny()
 	m, err := New(c, 3)
@@ -320,7 +322,7 @@ func TestDecodeGroups(t *testing.T) {
 		rng := rand.New(rand.NewPCG(8, 1))
 		var ids []int
 		var chunks [][]int
-		for i := range 13 {
+		for i := range 19 {
 			ids = append(ids, i)
 			chunks = append(chunks, randomBatch(rng, V, 3+5*i))
 		}
@@ -354,6 +356,40 @@ func TestDecodeGroups(t *testing.T) {
 			}
 		}
 		return logits, split
+	}
+	d, err := m.NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rows := func(n ...int) []backend.DecodeSeq {
+		seqs := make([]backend.DecodeSeq, len(n))
+		for i, r := range n {
+			seqs[i].Rows = r
+		}
+		return seqs
+	}
+	ones := func(k int) []int { return slices.Repeat([]int{1}, k) }
+	for _, tc := range []struct {
+		name string
+		seqs []backend.DecodeSeq
+		want [][2]int // each group's first sequence and rows
+	}{
+		{"16 rows", rows(ones(16)...), [][2]int{{0, 8}, {8, 8}}},
+		{"19 rows: the last 3 join", rows(ones(19)...), [][2]int{{0, 8}, {8, 11}}},
+		{"12 rows: 8 and 4", rows(ones(12)...), [][2]int{{0, 8}, {8, 4}}},
+		{"7 rows: whole", rows(ones(7)...), nil},
+		{"11 rows: 8 + 3, whole", rows(ones(11)...), nil},
+		{"a long reply: uneven, whole", rows(slices.Concat(ones(8), []int{200}, ones(7))...), nil},
+		{"prefills", rows(30, 40, 35, 50), [][2]int{{0, 30}, {1, 40}, {2, 35}, {3, 50}}},
+	} {
+		var got [][2]int
+		for _, g := range d.groups(tc.seqs) {
+			got = append(got, [2]int{g.lo, g.rows})
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: groups %v, want %v", tc.name, got, tc.want)
+		}
 	}
 	want, _ := trace(false)
 	got, split := trace(true)

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/ragen-go/ragen/engine/backend"
 	"github.com/ragen-go/ragen/engine/parallel"
@@ -18,6 +19,34 @@ import (
 type kvCache struct {
 	layers, nKV, hd, maxLen int
 	slots                   []*kvSlot
+
+	// DecodeAttention's score scratch, kept for the cache's next step:
+	// a call takes it (or, when another call running beside it holds it,
+	// makes its own) and hands back the larger.
+	mu  sync.Mutex
+	att []float32
+}
+
+// takeAtt returns scratch of n floats, the cache's own when free.
+func (c *kvCache) takeAtt(n int) []float32 {
+	c.mu.Lock()
+	att := c.att
+	c.att = nil
+	c.mu.Unlock()
+	if cap(att) < n {
+		att = make([]float32, n)
+	}
+	return att[:n]
+}
+
+// putAtt keeps att for the next step if it is larger than what the cache
+// holds.
+func (c *kvCache) putAtt(att []float32) {
+	c.mu.Lock()
+	if cap(att) > cap(c.att) {
+		c.att = att
+	}
+	c.mu.Unlock()
 }
 
 type kvSlot struct {
@@ -93,7 +122,7 @@ func (c *kvCache) Drop(slot int) {
 	}
 }
 
-func (c *kvCache) Free() { c.slots = nil }
+func (c *kvCache) Free() { c.slots, c.att = nil, nil }
 
 // DecodeAttention runs one task per (sequence, key/value head): it adds
 // the bias to its rows' query heads of the group and to their key and
@@ -125,8 +154,8 @@ func (*Backend) DecodeAttention(out, qkv, bias backend.Buffer, cache backend.KVC
 			a += nH * AttendScratch(s.Rows, s.Past)
 		}
 	}
-	att := getScratch(a) // per call: steps of disjoint sequences may run side by side (backend.Concurrent)
-	defer putScratch(att)
+	att := c.takeAtt(a) // groups of sequences may run side by side (backend.Concurrent)
+	defer c.putAtt(att)
 	parallel.For(B*nKV, 1, func(_, lo, hi int) {
 		for task := lo; task < hi; task++ {
 			i, g := task/nKV, task%nKV
