@@ -221,3 +221,73 @@ func testPolicy(t *testing.T, c Config, lora bool, p backend.Precision) *Model {
 	}
 	return m
 }
+
+// TestSharedPrefixesRandom runs random batches — sequences made of
+// pieces of earlier ones and fresh tokens, of lengths around the
+// 64-position blocks — with and without shared prefixes and compares
+// every output and gradient bit for bit.
+func TestSharedPrefixesRandom(t *testing.T) {
+	c := Tiny()
+	c.ValueHead = true
+	rng := rand.New(rand.NewPCG(11, 12))
+	sharedTrials := 0
+	for _, p := range []backend.Precision{backend.F32, backend.BF16} {
+		m := testPolicy(t, c, true, p)
+		for trial := range 16 {
+			seqs := [][]int{randomBatch(rng, c.VocabSize, 120+rng.IntN(130))}
+			for range 1 + rng.IntN(6) {
+				var s []int
+				if rng.IntN(4) != 0 {
+					from := seqs[rng.IntN(len(seqs))]
+					s = slices.Clone(from[:min(len(from), 64+rng.IntN(len(from)))])
+					s = append(s, randomBatch(rng, c.VocabSize, 1+rng.IntN(60))...)
+				} else {
+					s = randomBatch(rng, c.VocabSize, 20+rng.IntN(200))
+				}
+				seqs = append(seqs, s[:min(len(s), c.MaxPositions)])
+			}
+			var tokens, lens []int
+			for _, s := range seqs {
+				tokens, lens = append(tokens, s...), append(lens, len(s))
+			}
+			T := len(tokens)
+			targets := make([]bool, T)
+			g := Grad{LogProb: make([]float32, T), Entropy: make([]float32, T), Value: make([]float32, T)}
+			for i := range T {
+				targets[i] = rng.IntN(3) != 0
+				if targets[i] {
+					g.LogProb[i], g.Entropy[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+				}
+				g.Value[i] = float32(rng.NormFloat64())
+			}
+			var outs [2][]float32
+			var shared bool
+			for k, share := range []bool{false, true} {
+				prefixSharing = share
+				out, err := m.Forward(tokens, lens, Want{LM: true, Value: true, Targets: targets})
+				if err == nil {
+					shared = shared || m.ws.prefixed
+					outs[k] = slices.Concat(out.LogProb, out.Entropy, out.Value)
+					m.ZeroGrad()
+					err = m.Backward(g)
+					outs[k] = append(outs[k], m.Grads.Data...)
+				}
+				prefixSharing = true
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if shared {
+				sharedTrials++
+			}
+			for i := range outs[0] {
+				if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
+					t.Fatalf("%s, trial %d (lens %v, shared %v): value %d is %v shared, %v not", p, trial, lens, shared, i, outs[1][i], outs[0][i])
+				}
+			}
+		}
+	}
+	if sharedTrials < 12 {
+		t.Fatalf("only %d of 32 trials shared a prefix", sharedTrials)
+	}
+}
