@@ -85,14 +85,13 @@ func (m *Model) Backward(g Grad) error {
 	final, lnf, rstdf := ws.final, ws.lnf, ws.rstdf
 	if ws.prefixed {
 		var err error
-		for _, r := range []struct {
-			dst   *backend.Buffer
-			src   *backend.Buffer
-			width int
-		}{{&ws.wide.final, &final, d}, {&ws.wide.lnf, &lnf, d}, {&ws.wide.rstdf, &rstdf, 1}} {
-			if *r.src, err = m.batchRows(r.dst, *r.src, r.width); err != nil {
-				return fmt.Errorf("backward: %w", err)
+		if final, err = m.batchRows(&ws.wide.final, ws.final, d); err == nil {
+			if lnf, err = m.batchRows(&ws.wide.lnf, ws.lnf, d); err == nil {
+				rstdf, err = m.batchRows(&ws.wide.rstdf, ws.rstdf, 1)
 			}
+		}
+		if err != nil {
+			return fmt.Errorf("backward: %w", err)
 		}
 	}
 

@@ -584,13 +584,11 @@ var groupSteps = true
 // attention, norms and sampling are per row or per sequence. Not with
 // adapters or at BF16, whose scratch (Decoder.t, Model.in) is the step's.
 func (d *Decoder) groups(seqs []backend.DecodeSeq) []rowGroup {
-	m, c := d.m, d.m.Config
+	m := d.m
 	if _, ok := m.b.(backend.Concurrent); !ok || !groupSteps || m.half != nil || m.ad != nil {
 		return nil
 	}
-	C, KV := c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim()
-	perLayer := c.HiddenSize*(C+2*KV) + C*c.HiddenSize + 3*c.HiddenSize*c.IntermediateSize
-	if 4*(c.NumLayers*perLayer+c.VocabSize*c.HiddenSize) > groupWeightBytes {
+	if 4*m.NumParams() > groupWeightBytes {
 		return nil
 	}
 	var gs []rowGroup

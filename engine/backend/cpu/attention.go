@@ -217,37 +217,46 @@ func AttentionForward(out, q, k, v []float32, lens []int, nH, nKV, hd int) {
 // past[s] … past[s]+lens[s]−1, and its keys and values at positions
 // 0 … past[s]+lens[s]−1 are the rows keyRows[o : o+past[s]+lens[s]] of
 // k and v, o = Σ_{s'<s} past[s']+lens[s']. A sequence with past > 0 has
-// its group's keys and values gathered into scratch; with past a multiple
-// of attBlock its row blocks fall where AttendHead puts them in the whole
-// sequence, so every float is the one AttentionForward computes there.
+// its keys and values gathered once into scratch, which its heads read;
+// with past a multiple of attBlock its row blocks fall where AttendHead
+// puts them in the whole sequence, so every float is the one
+// AttentionForward computes there.
 func AttentionForwardPrefixed(out, q, k, v []float32, lens, past, keyRows []int, nH, nKV, hd int) {
 	C, KV := nH*hd, nKV*hd
-	offs, keyOffs := offsets(lens), make([]int, len(lens))
-	width, o := 0, 0
+	offs, keyOffs, gathered := offsets(lens), make([]int, len(lens)), make([]int, len(lens))
+	width, o, n := 0, 0, 0
 	for s, L := range lens {
 		keyOffs[s], o = o, o+past[s]+L
 		width = max(width, past[s]+L)
+		if past[s] > 0 {
+			gathered[s], n = n, n+(past[s]+L)*KV
+		}
 	}
+	// Each prefixed sequence's keys then values, W rows of KV floats each.
+	kg, vg := make([]float32, n), make([]float32, n)
+	parallel.For(len(lens), 1, func(_, lo, hi int) {
+		for s := lo; s < hi; s++ {
+			if past[s] == 0 {
+				continue
+			}
+			for j, row := range keyRows[keyOffs[s] : keyOffs[s]+past[s]+lens[s]] {
+				copy(kg[gathered[s]+j*KV:gathered[s]+(j+1)*KV], k[row*KV:])
+				copy(vg[gathered[s]+j*KV:gathered[s]+(j+1)*KV], v[row*KV:])
+			}
+		}
+	})
 	size := AttendScratch(width, 0)
 	parallel.For(len(lens)*nH, 1, func(_, lo, hi int) {
 		for task := lo; task < hi; task++ {
 			s, h := task/nH, task%nH
 			r, L, P, g := offs[s], lens[s], past[s], h/(nH/nKV)
-			if P == 0 {
-				att := getScratch(size)
-				AttendHead(out[r*C+h*hd:], att, q[r*C+h*hd:], k[r*KV+g*hd:], v[r*KV+g*hd:], L, 0, hd, C, KV, C)
-				putScratch(att)
-				continue
+			ks, vs := k[r*KV+g*hd:], v[r*KV+g*hd:]
+			if P > 0 {
+				ks, vs = kg[gathered[s]+g*hd:], vg[gathered[s]+g*hd:]
 			}
-			W := P + L
-			scratch := getScratch(size + 2*W*hd)
-			att, kg, vg := scratch[:size], scratch[size:size+W*hd], scratch[size+W*hd:]
-			for j, row := range keyRows[keyOffs[s] : keyOffs[s]+W] {
-				copy(kg[j*hd:(j+1)*hd], k[row*KV+g*hd:])
-				copy(vg[j*hd:(j+1)*hd], v[row*KV+g*hd:])
-			}
-			AttendHead(out[r*C+h*hd:], att, q[r*C+h*hd:], kg, vg, L, P, hd, C, hd, C)
-			putScratch(scratch)
+			att := getScratch(size)
+			AttendHead(out[r*C+h*hd:], att, q[r*C+h*hd:], ks, vs, L, P, hd, C, KV, C)
+			putScratch(att)
 		}
 	})
 }
