@@ -53,6 +53,7 @@ type benchOpts struct {
 	qwenRounds                 int // rounds of the qwen2.5-0.5b rows
 	torchThreads, blasThreads  int
 	presets                    []string
+	qwenRows                   []string // the qwen2.5-0.5b rows to run: decode, lora, full
 	python, scripts            string
 	blas                       blasTuning // the peers' OpenBLAS setting
 }
@@ -90,6 +91,7 @@ func runBench(args []string) error {
 	skipGEMM := fs.Bool("skip-gemm", false, "do not run the GEMM comparison")
 	rounds := fs.Int("rounds", 0, "rounds of ours/theirs alternation (default 5, 2 with -quick; "+qwenPreset+": 3, 2 with -quick)")
 	presets := fs.String("presets", "small,base", "comma-separated model presets to run: small, base, "+qwenPreset+" (see above)")
+	qwenRows := fs.String("qwen-rows", strings.Join(qwenRowNames, ","), "comma-separated rows of "+qwenPreset+" to run: decode, lora, full (the full row needs ~10 GB)")
 	python := fs.String("python", "/usr/bin/python3", "Python interpreter with torch (Debian's python3-torch)")
 	scripts := fs.String("scripts", "scripts/bench", "directory of the peer programs (torch_peer.py, openblas_peer.c)")
 	// research/perf.md: only one of torch's OpenMP pool and OpenBLAS's may
@@ -119,6 +121,12 @@ func runBench(args []string) error {
 	}
 	if o.torchThreads < 1 || o.blasThreads < 1 {
 		return fmt.Errorf("-torch-threads, -openblas-threads: must be ≥ 1 (got %d, %d)", o.torchThreads, o.blasThreads)
+	}
+	for _, r := range strings.Split(*qwenRows, ",") {
+		if !slices.Contains(qwenRowNames, r) {
+			return fmt.Errorf("-qwen-rows: unknown row %q (want some of %s)", r, strings.Join(qwenRowNames, ", "))
+		}
+		o.qwenRows = append(o.qwenRows, r)
 	}
 	for _, p := range strings.Split(*presets, ",") {
 		if _, err := benchConfig(p); err != nil {

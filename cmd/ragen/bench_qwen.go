@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/ragen-go/ragen/engine/backend"
@@ -78,7 +79,7 @@ func (s bf16Source) ReadBF16(v model.View, dst []uint16) error {
 // benchQwen runs the preset's rows, each on a fresh model and with its
 // own peak memory on each side:
 //
-//	decode  ours (bf16 weights and panels) against PyTorch in float32,
+//	decode  ours (bf16 weights only, read where stored) against PyTorch in float32,
 //	        and ours at BF16 precision against PyTorch in bfloat16,
 //	        alternating round by round
 //	lora    forward + backward + AdamW of rank-16 adapters on the frozen
@@ -93,20 +94,29 @@ func benchQwen(o benchOpts) ([]benchRow, error) {
 	o.rounds = o.qwenRounds
 	fmt.Printf("%s: %d parameters (random, bf16-exact); decode %d sequences, %d-token prompt, %d new tokens; train %d × %d tokens, 1 step a round, LoRA rank %d alpha %g on all linear layers, full: AdamW on everything (ours, then PyTorch's); %d rounds, best-of and median\n",
 		qwenPreset, model.NewLayout(c).Size, benchB, benchPrompt, o.newTokens, w.b, w.t, qwenLoRA.Rank, qwenLoRA.Alpha, o.rounds)
-	rows, err := benchQwenDecode(c, o)
-	if err != nil {
-		return nil, err
+	var rows []benchRow
+	if slices.Contains(o.qwenRows, "decode") {
+		decode, err := benchQwenDecode(c, o)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, decode...)
 	}
-	lora, err := benchQwenTrain(c, w, true, o)
-	if err != nil {
-		return nil, err
+	for _, lora := range []bool{true, false} {
+		if name := map[bool]string{true: "lora", false: "full"}[lora]; !slices.Contains(o.qwenRows, name) {
+			continue
+		}
+		row, err := benchQwenTrain(c, w, lora, o)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
 	}
-	full, err := benchQwenTrain(c, w, false, o)
-	if err != nil {
-		return nil, err
-	}
-	return append(rows, lora, full), nil
+	return rows, nil
 }
+
+// qwenRowNames are the rows of the qwen2.5-0.5b preset (-qwen-rows).
+var qwenRowNames = []string{"decode", "lora", "full"}
 
 // benchQwenDecode alternates our decoding with PyTorch's float32 and
 // bfloat16 peers, ours at the matching precision: F32 (float32

@@ -142,3 +142,74 @@ func TestDecoderBF16StorageBitEqual(t *testing.T) {
 		})
 	}
 }
+
+// paramSource gives a model's parameters as a bf16 checkpoint would
+// (WeightSource): every view in bf16 (the values must be bf16s).
+type paramSource struct{ m *Model }
+
+func (paramSource) BF16(View) bool { return true }
+
+func (s paramSource) Read(v View, dst []float32) error {
+	copy(dst, s.m.Params.Slice(v.Name))
+	return nil
+}
+
+func (s paramSource) ReadBF16(v View, dst []uint16) error {
+	for i, x := range s.m.Params.Slice(v.Name) {
+		dst[i] = uint16(math.Float32bits(x) >> 16)
+	}
+	return nil
+}
+
+// TestFrozenDecoderReadsStoredWeights: a frozen model decoding by itself
+// (NewFrozen, as a bf16 checkpoint loads) multiplies by its stored bf16
+// matrices, no packed copy kept (decision 59), and computes the very
+// logits, and so tokens, of the float32 model's decoder with its packed
+// panels, at F32 and BF16, tied head or not.
+func TestFrozenDecoderReadsStoredWeights(t *testing.T) {
+	for _, tied := range []bool{false, true} {
+		for _, p := range []backend.Precision{backend.F32, backend.BF16} {
+			c := Tiny()
+			c.HiddenSize, c.IntermediateSize, c.VocabSize = 64, 176, 200
+			c.TieWordEmbeddings = tied
+			full := bf16Model(t, c, 31)
+			frozen, err := NewFrozen(c, paramSource{full})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if frozen.w16 == nil {
+				t.Fatal("NewFrozen kept float32 matrices for a model of bf16s")
+			}
+			for _, m := range []*Model{full, frozen} {
+				if err := m.Use(m.Backend(), p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := frozen.NewDecoder()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range d.prod.layers {
+				for _, x := range []product{l.qkv, l.o, l.gateUp, l.down} {
+					if x.packed != nil {
+						t.Fatalf("tied %v, %s: the frozen model's decoder packed a copy of its weights", tied, p)
+					}
+				}
+			}
+			d.Close()
+			want, wantToks := decodeTrace(t, full)
+			got, gotToks := decodeTrace(t, frozen)
+			if len(want) != len(got) {
+				t.Fatalf("tied %v, %s: %d logits from the frozen model, %d from the float32 one", tied, p, len(got), len(want))
+			}
+			for j := range want {
+				if math.Float32bits(want[j]) != math.Float32bits(got[j]) {
+					t.Fatalf("tied %v, %s: logit %d is %v from the frozen model's stored weights, %v from the packed float32 ones", tied, p, j, got[j], want[j])
+				}
+			}
+			if !slices.Equal(wantToks, gotToks) {
+				t.Fatalf("tied %v, %s: tokens %v (frozen), %v (float32)", tied, p, gotToks, wantToks)
+			}
+		}
+	}
+}

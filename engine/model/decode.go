@@ -28,8 +28,12 @@ import (
 // gate|up each one product of the stacked weights — and, on a backend
 // that is a backend.Packer (the CPU), run on weights packed once when the
 // Decoder is made (a decoding step multiplies only a few rows by each
-// weight, so packing them at every step cost as much as the products).
-// On the CPU the packed weights are bf16 — half the bytes a step reads —
+// weight, so packing them at every step cost as much as the products) —
+// except on a frozen model decoding by itself (NewFrozen without
+// adapters: a bf16 checkpoint loaded to decode), whose products read its
+// stored bf16 matrices, packing each panel as it multiplies, so that
+// decoding holds the weights once (decision 59). On the CPU the packed
+// weights are bf16 — half the bytes a step reads —
 // wherever every value is one (a model loaded from bf16 safetensors, its
 // frozen base under adapters, a model at BF16 precision), with the same
 // products (decision 44). A model with adapters decodes as Forward
@@ -106,11 +110,18 @@ func (m *Model) NewDecoder() (*Decoder, error) {
 		return nil, fmt.Errorf("decoder: %w", err)
 	}
 	d := &Decoder{m: m, cache: cache, seqs: map[int]*cacheSeq{}, qkvBias: make([]backend.Buffer, c.NumLayers)}
-	if _, ok := b.(backend.Packer); ok && m.base != nil {
+	_, isPacker := b.(backend.Packer)
+	switch {
+	case isPacker && m.base != nil:
 		d.prod, err = m.base.basePanels()
 		d.shared = err == nil
-	} else {
-		d.prod, err = m.newProducts()
+	case m.w16 != nil:
+		// A frozen model decoding by itself reads its bf16 matrices where
+		// they are stored: panels would be a second copy of the weights,
+		// kept while it decodes (decision 59).
+		d.prod, err = m.newProducts(false)
+	default:
+		d.prod, err = m.newProducts(true)
 	}
 	if err != nil {
 		d.Close()
@@ -133,13 +144,13 @@ func (m *Model) NewDecoder() (*Decoder, error) {
 }
 
 // newProducts returns the products of m's weights as its products read
-// them (mat): packed on a backend.Packer, q|k|v and gate|up each packed
-// from their one view when the layout stores them back to back (see
-// layerWeights.qkv; no concatenated copy, which the products of a few rows
-// would keep reading); elsewhere the weights themselves, one Gemm each.
-// Of a model with adapters these are its base's weights: the adapters run
-// beside them (Decoder.adapt).
-func (m *Model) newProducts() (*products, error) {
+// them (mat): on a backend.Packer q|k|v and gate|up each from their one
+// view when the layout stores them back to back (see layerWeights.qkv; no
+// concatenated copy, which the products of a few rows would keep
+// reading), packed when pack is set; elsewhere the weights themselves,
+// one Gemm each. Of a model with adapters these are its base's weights:
+// the adapters run beside them (Decoder.adapt).
+func (m *Model) newProducts(pack bool) (*products, error) {
 	c := m.Config
 	dm, C, KV, I := c.HiddenSize, c.NumHeads*c.HeadDim(), c.NumKVHeads*c.HeadDim(), c.IntermediateSize
 	packer, isPacker := m.b.(backend.Packer)
@@ -162,7 +173,7 @@ func (m *Model) newProducts() (*products, error) {
 	}
 	ps.lmHead = product{weights: []backend.Buffer{mw.lmHead}, outs: []int{c.VocabSize}, in: dm}
 	all = append(all, &ps.lmHead)
-	if !isPacker {
+	if !isPacker || !pack {
 		return ps, nil
 	}
 	groups := make([]backend.LinearGroup, len(all))
@@ -190,7 +201,7 @@ func (m *Model) newProducts() (*products, error) {
 // base's adapter models one at a time.
 func (m *Model) basePanels() (*products, error) {
 	if m.panels == nil {
-		p, err := m.newProducts()
+		p, err := m.newProducts(true)
 		if err != nil {
 			return nil, err
 		}

@@ -311,7 +311,8 @@ type WeightSource interface {
 // as Qwen2.5's are — they are read straight into bf16 storage (w16), the
 // embedding too when it is bf16, and Params holds only the other views:
 // half the bytes, and the numbers of the float32 model, bit for bit
-// (widening is exact). Otherwise it reads the float32 model and freezes
+// (widening is exact); its Decoder multiplies by them where they are
+// stored (decision 59). Otherwise it reads the float32 model and freezes
 // it as WithLoRA would. A model holding its matrices as bf16 only cannot
 // train them itself (NewAdamW, Restore refuse it); its adapters train.
 func NewFrozen(c Config, src WeightSource) (*Model, error) {

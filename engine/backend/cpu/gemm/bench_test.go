@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -89,10 +90,13 @@ var decodeShapes = [][3]int{{16, 1152, 896}, {16, 896, 896}, {16, 9728, 896}, {1
 // and bf16 panels (the same values): GFLOP/s, and the GB/s of panels it
 // streams (best single product). The weights of the large shapes do not
 // fit the caches, so it is the decoder's case of products that read each
-// weight once per step.
+// weight once per step. The -stored kinds multiply by the stored bf16
+// weights instead, packing panel by panel as the product runs
+// (SgemmBF16B, and SgemmBF16 for dp: a frozen model's decoder, decision
+// 59); their GB/s are of the stored weights.
 func BenchmarkPackedDecode(b *testing.B) {
-	for _, kind := range []string{"f32", "bf16", "dp"} {
-		if kind == "dp" && !HasDP() {
+	for _, kind := range []string{"f32", "bf16", "dp", "bf16-stored", "dp-stored"} {
+		if strings.HasPrefix(kind, "dp") && !HasDP() {
 			continue
 		}
 		half := kind != "f32"
@@ -103,25 +107,38 @@ func BenchmarkPackedDecode(b *testing.B) {
 				r := rand.New(rand.NewPCG(1, 1))
 				g := newCase(r, false, true, m, n, k, 1, 0, 0)
 				_, g.b = toBF16(g.b)
-				p, bytes := PackB(true, k, n, g.b, g.ldb), 4.0
-				if half {
+				b16, _ := toBF16(g.b)
+				var p *PackedB
+				bytes := 4.0
+				switch {
+				case strings.HasSuffix(kind, "-stored"):
+					bytes = 2
+				case half:
 					p, bytes = PackBNarrow(nil, true, k, n, g.b, g.ldb), 2
+				default:
+					p = PackB(true, k, n, g.b, g.ldb)
 				}
 				var a16 []uint16
-				if kind == "dp" {
+				if strings.HasPrefix(kind, "dp") {
 					// A decoding step at BF16 precision: bf16 rows by DP
-					// panels (SgemmPackedBF16).
-					b16, _ := toBF16(g.b)
+					// panels (SgemmPackedBF16) or stored rows.
 					a16, _ = toBF16(g.a)
-					p = PackBDP(nil, true, k, n, b16, g.ldb)
+					if kind == "dp" {
+						p = PackBDP(nil, true, k, n, b16, g.ldb)
+					}
 				}
 				flop := 2 * float64(m) * float64(n) * float64(k)
 				best := time.Duration(math.MaxInt64)
 				for b.Loop() {
 					start := time.Now()
-					if a16 != nil {
+					switch {
+					case kind == "bf16-stored":
+						SgemmBF16B(false, true, m, n, k, 1, g.a, g.lda, b16, g.ldb, 0, g.c, g.ldc)
+					case kind == "dp-stored":
+						SgemmBF16(false, true, m, n, k, 1, a16, g.lda, b16, g.ldb, 0, g.c, g.ldc)
+					case a16 != nil:
 						SgemmPackedBF16(m, 1, a16, g.lda, p, 0, g.c, g.ldc)
-					} else {
+					default:
 						SgemmPacked(m, 1, g.a, g.lda, p, 0, g.c, g.ldc)
 					}
 					best = min(best, time.Since(start))

@@ -68,7 +68,7 @@ func (g *problem) prepackDP(ws *workspace) {
 		for pc := 0; pc < g.k; pc += kb {
 			kc := min(kb, g.k-pc)
 			off := pc/kb*dpPanelsLen(kb, g.n) + j0*2*((kc+1)/2)
-			packDP(dst[off:], g.b16, g.ldb, g.transB, pc, kc, j0, j1-j0)
+			packDP(dst[off:], g.b16, g.ldb, g.transB, pc, kc, j0, j1-j0, false)
 		}
 	})
 	g.bDP = dst
@@ -76,7 +76,7 @@ func (g *problem) prepackDP(ws *workspace) {
 
 // panelsDP returns the DP panels of the kc×nc block of op(B) at (pc, j0):
 // a slice of bDP (j0 then a multiple of dpCols), or packed now into ws.
-func (g *problem) panelsDP(ws *workspace, pc, kc, j0, nc int) []uint16 {
+func (g *problem) panelsDP(ws *workspace, pc, kc, j0, nc int, prefetch bool) []uint16 {
 	n := dpPanelsLen(kc, nc)
 	if g.bDP != nil {
 		kb := kBlock(g.k)
@@ -84,7 +84,7 @@ func (g *problem) panelsDP(ws *workspace, pc, kc, j0, nc int) []uint16 {
 		return g.bDP[off : off+n]
 	}
 	ws.dpB = grow16(ws.dpB, n)
-	packDP(ws.dpB, g.b16, g.ldb, g.transB, pc, kc, j0, nc)
+	packDP(ws.dpB, g.b16, g.ldb, g.transB, pc, kc, j0, nc, prefetch)
 	return ws.dpB
 }
 
@@ -92,7 +92,9 @@ func (g *problem) panelsDP(ws *workspace, pc, kc, j0, nc int) []uint16 {
 // op(B)[p][j] = b[p·ldb+j], or b[j·ldb+p] when transB) as DP panels into
 // dst: panel q holds columns j0+32q …, (kc+1)/2 pair steps of 32 dwords;
 // columns past nc and the second step of an odd kc's last pair are zero.
-func packDP(dst, b []uint16, ldb int, transB bool, p0, kc, j0, nc int) {
+// With prefetch, the packing of a transposed B's panel prefetches the same
+// block of the panel after it (packTransDP).
+func packDP(dst, b []uint16, ldb int, transB bool, p0, kc, j0, nc int, prefetch bool) {
 	kp := (kc + 1) / 2
 	for q := 0; q*dpCols < nc; q++ {
 		pan := dst[q*2*dpCols*kp : (q+1)*2*dpCols*kp]
@@ -100,8 +102,12 @@ func packDP(dst, b []uint16, ldb int, transB bool, p0, kc, j0, nc int) {
 		if transB {
 			// Column j is stored row j: read it along k, eight rows at a
 			// time through packTrans8DP's transposes.
+			next := -1
+			if prefetch {
+				next = (j0+(q+1)*dpCols)*ldb + p0
+			}
 			done := 0 // columns whose first kp8 pairs are packed
-			kp8 := packTransDP(pan, b, (j0+q*dpCols)*ldb+p0, ldb, kc, w)
+			kp8 := packTransDP(pan, b, (j0+q*dpCols)*ldb+p0, ldb, kc, w, next)
 			if kp8 > 0 {
 				done = w / 8 * 8
 			}
@@ -215,8 +221,12 @@ func swapRow(dst, src []uint16) {
 // DP panels and swapped A blocks, and 12×32 tiles (mrDP).
 func (g *problem) tileDP(i0, m, j0, n int, ws *workspace) {
 	kb := kBlock(g.k)
-	for jc := 0; jc < n; jc += ncMaxDP {
-		nc := min(ncMaxDP, n-jc)
+	step, each := ncMaxDP, g.panelByPanel(m)
+	if each {
+		step = dpCols
+	}
+	for jc := 0; jc < n; jc += step {
+		nc := min(step, n-jc)
 		for pc := 0; pc < g.k; pc += kb {
 			kc := min(kb, g.k-pc)
 			kp := (kc + 1) / 2
@@ -224,7 +234,7 @@ func (g *problem) tileDP(i0, m, j0, n int, ws *workspace) {
 			if pc > 0 {
 				beta = 1
 			}
-			bp := g.panelsDP(ws, pc, kc, j0+jc, nc)
+			bp := g.panelsDP(ws, pc, kc, j0+jc, nc, each)
 			for ic := 0; ic < m; ic += mcMax {
 				mc := min(mcMax, m-ic)
 				// A few rows use each panel right after it arrives from

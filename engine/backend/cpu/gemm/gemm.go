@@ -121,14 +121,14 @@ type problem struct {
 func (g *problem) prepackB(ws *workspace) {
 	ws.b = grow(ws.b, roundUp(g.n, nr)*g.k)
 	b := ws.b
-	blockPanels(g.n, g.k, func(off, pc, kc, j0, nc int) { packB(b[off:], g, pc, kc, j0, nc) })
+	blockPanels(g.n, g.k, func(off, pc, kc, j0, nc int) { packB(b[off:], g, pc, kc, j0, nc, false) })
 	g.bPacked = b
 }
 
 // panelsB returns the packed kc×nc block of op(B) at (pc, j0): a slice of
-// bPacked when it is set, else packed now into ws; or, in bfloat16, a
-// slice of bPacked16.
-func (g *problem) panelsB(ws *workspace, pc, kc, j0, nc int) ([]float32, []uint16) {
+// bPacked when it is set, else packed now into ws (prefetching the block
+// after it, see packB); or, in bfloat16, a slice of bPacked16.
+func (g *problem) panelsB(ws *workspace, pc, kc, j0, nc int, prefetch bool) ([]float32, []uint16) {
 	// j0 is a multiple of nr, so its panel starts at (j0/nr)·nr·kc.
 	off := pc*roundUp(g.n, nr) + j0*kc
 	switch {
@@ -137,7 +137,7 @@ func (g *problem) panelsB(ws *workspace, pc, kc, j0, nc int) ([]float32, []uint1
 	case g.bPacked != nil:
 		return g.bPacked[off : off+roundUp(nc, nr)*kc], nil
 	}
-	return ws.packB(g, pc, kc, j0, nc), nil
+	return ws.packB(g, pc, kc, j0, nc, prefetch), nil
 }
 
 func newProblem(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) *problem {
@@ -246,11 +246,23 @@ func (g *problem) parallel(chunkFlops int) {
 
 func (g *problem) serial() {
 	ws := getWorkspace()
-	if g.dp() && g.n > ncMaxDP && g.m*g.swappedLen() <= swapMax {
+	if g.dp() && (g.n > ncMaxDP || g.panelByPanel(g.m)) && g.m*g.swappedLen() <= swapMax {
 		g.swapAll(ws) // for every column block
 	}
 	g.tile(0, g.m, 0, g.n, ws)
 	putWorkspace(ws)
+}
+
+// panelByPanel reports whether a tile of m rows packs B a panel at a time,
+// multiplying each as soon as it is packed while the next one's weights
+// are prefetched: a product of at most streamRows rows by a B that is not
+// packed beforehand (a decoding step on weights read where they are
+// stored, decision 59). The packing then reads each weight once from
+// memory, and the panel is still in L1 when the kernels read it. Every
+// element sees the same k blocks in the same order as in a block of many
+// panels, so the bits are the same.
+func (g *problem) panelByPanel(m int) bool {
+	return m <= streamRows && g.bPacked == nil && g.bPacked16 == nil && g.bDP == nil
 }
 
 // partition splits C into a fixed grid of chunks of about chunkFlops for the
@@ -335,15 +347,19 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 	if g.a16 != nil {
 		rows = useAsm && !g.transA && !crowdedRows(kb) // widenA's rows are kc apart
 	}
-	for jc := 0; jc < n; jc += ncMax {
-		nc := min(ncMax, n-jc)
+	step, each := ncMax, g.panelByPanel(m)
+	if each {
+		step = 2 * nr // a pair of panels, for the wide kernels
+	}
+	for jc := 0; jc < n; jc += step {
+		nc := min(step, n-jc)
 		for pc := 0; pc < g.k; pc += kb {
 			kc := min(kb, g.k-pc)
 			beta := g.beta
 			if pc > 0 {
 				beta = 1 // later k blocks accumulate onto the first
 			}
-			bp, bp16 := g.panelsB(ws, pc, kc, j0+jc, nc)
+			bp, bp16 := g.panelsB(ws, pc, kc, j0+jc, nc, each)
 			if bp16 != nil && (!rows || m > streamRows) {
 				// Only the in-place kernels read bf16 panels, and widening
 				// in registers pays only while the panels stream from

@@ -157,16 +157,23 @@ func packTrans(pan, b []float32, off, ldb, kc int) int {
 	return kc8
 }
 
-// packTransBF16 is packTrans on a bfloat16 B, each value widened.
-func packTransBF16(pan []float32, b []uint16, off, ldb, kc int) int {
+// packTransBF16 is packTrans on a bfloat16 B, each value widened. With
+// next ≥ 0 it also prefetches the same values of the next panel's rows,
+// at b[next+j·ldb:] for column j, where they lie in b (packTrans8BF16Pf).
+func packTransBF16(pan []float32, b []uint16, off, ldb, kc, next int) int {
 	kc8 := kc / 8 * 8
 	if !useAsm || kc8 == 0 {
 		return 0
 	}
 	_ = b[off+(nr-1)*ldb+kc8-1] // the assembly does no bounds checks
 	_ = pan[nr*kc8-1]
-	packTrans8BF16(&pan[0], &b[off], ldb, kc8)
-	packTrans8BF16(&pan[8], &b[off+8*ldb], ldb, kc8)
+	for h := 0; h < nr; h += 8 {
+		if n := next + h*ldb; next >= 0 && n < len(b) {
+			packTrans8BF16Pf(&pan[h], &b[off+h*ldb], ldb, kc8, &b[n])
+			continue
+		}
+		packTrans8BF16(&pan[h], &b[off+h*ldb], ldb, kc8)
+	}
 	return kc8
 }
 
@@ -274,8 +281,10 @@ func packRowBF16Asm(dst []float32, row []uint16, panels, stride int) bool {
 // of 8 — of the first w/8·8 columns of a DP panel (pan) of a transposed
 // bf16 B, column c being the stored row at b[off+c·ldb:], with the
 // assembly packTrans8DP, and returns kp8 (0 when it packed nothing); the
-// caller packs the rest.
-func packTransDP(pan, b []uint16, off, ldb, kc, w int) int {
+// caller packs the rest. With next ≥ 0 it also prefetches the same pairs
+// of the next panel's rows, at b[next+c·ldb:] for column c, where they
+// lie in b (packTrans8DPPf).
+func packTransDP(pan, b []uint16, off, ldb, kc, w, next int) int {
 	kp8 := kc / 2 / 8 * 8
 	if !useAsm || !useWide || kp8 == 0 || w < 8 {
 		return 0
@@ -283,6 +292,10 @@ func packTransDP(pan, b []uint16, off, ldb, kc, w int) int {
 	for c := 0; c+8 <= w; c += 8 {
 		_ = b[off+(c+7)*ldb+2*kp8-1] // the assembly does no bounds checks
 		_ = pan[2*(dpCols*(kp8-1)+c+7)+1]
+		if n := next + c*ldb; next >= 0 && n < len(b) {
+			packTrans8DPPf(&pan[2*c], &b[off+c*ldb], ldb, kp8, &b[n])
+			continue
+		}
 		packTrans8DP(&pan[2*c], &b[off+c*ldb], ldb, kp8)
 	}
 	return kp8

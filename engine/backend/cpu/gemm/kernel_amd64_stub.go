@@ -266,6 +266,12 @@ func kernelDPRowsPf1(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int,
 // Requires AVX-512F (VL).
 func packTrans8DP(dst *uint16, src *uint16, ld int, kp8 int)
 
+// packTrans8DPPf is packTrans8DP prefetching the same pairs of the 8 rows at next
+// (ld apart): a product of few rows packs each panel as it multiplies, and the next
+// panel's rows then come from memory while this one is multiplied.
+// Requires AVX-512F (VL).
+func packTrans8DPPf(dst *uint16, src *uint16, ld int, kp8 int, next *uint16)
+
 // packPairsDP sets dword 32s + j of dst to (src[(2s+1)·ld + j], src[2s·ld + j]) (the low half
 // first) for j < 32 and s < kp (ld in bf16 values): a full DP panel of a bf16 B that is
 // not transposed, row 2s of the block being k step 2s.
@@ -285,6 +291,11 @@ func packTrans8(dst *float32, src *float32, ld int, kc8 int)
 // dst[16p + r] = src[r·ld + p] widened for r < 8 and p < kc8, a multiple of 8.
 // Requires AVX2.
 func packTrans8BF16(dst *float32, src *uint16, ld int, kc8 int)
+
+// packTrans8BF16Pf is packTrans8BF16 prefetching the same values of the 8 rows at
+// next (ld apart), as packTrans8DPPf does.
+// Requires AVX2.
+func packTrans8BF16Pf(dst *float32, src *uint16, ld int, kc8 int, next *uint16)
 
 // packRows6 sets dst[6p + r] = src[r·ld + p] for r < 6 and p < kc8, a multiple of 8
 // (ld in elements): the 6 rows of a panel of A into a packed 6-wide panel.

@@ -55,7 +55,7 @@ func dotRowsBF16(k16 int, a []float32, b []uint16, ldb int, out *[4]float32) {
 func packTrans(pan, b []float32, off, ldb, kc int) int { return 0 }
 
 // packRowsAsm packs nothing here: the caller's scalar loop does it all.
-func packTransBF16(pan []float32, b []uint16, off, ldb, kc int) int { return 0 }
+func packTransBF16(pan []float32, b []uint16, off, ldb, kc, next int) int { return 0 }
 
 func packRowsAsm(pan, a []float32, off, lda, kc int) int { return 0 }
 
@@ -84,7 +84,7 @@ func combRows(width, k int, w, b []float32, ldb int, out []float32) {
 	panic("gemm: combRows without an assembly kernel")
 }
 
-func packTransDP(pan, b []uint16, off, ldb, kc, w int) int { return 0 }
+func packTransDP(pan, b []uint16, off, ldb, kc, w, next int) int { return 0 }
 
 func packPairsAsm(pan, b []uint16, ldb, kp int) bool { return false }
 

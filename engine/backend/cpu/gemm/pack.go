@@ -84,16 +84,19 @@ func (w *workspace) widenA(g *problem, i0, mc, p0, kc int) ([]float32, int) {
 }
 
 // packB packs the kc×nc block of op(B) at (p0, j0) into the workspace.
-func (w *workspace) packB(g *problem, p0, kc, j0, nc int) []float32 {
+func (w *workspace) packB(g *problem, p0, kc, j0, nc int, prefetch bool) []float32 {
 	w.b = grow(w.b, roundUp(nc, nr)*kc)
-	packB(w.b, g, p0, kc, j0, nc)
+	packB(w.b, g, p0, kc, j0, nc, prefetch)
 	return w.b
 }
 
-// packB packs the kc×nc block of op(B) at (p0, j0) into dst.
-func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
+// packB packs the kc×nc block of op(B) at (p0, j0) into dst. With
+// prefetch, the packing of a transposed bf16 B prefetches the same block
+// of the nc columns after it (a product packing B panel by panel,
+// problem.panelByPanel).
+func packB(dst []float32, g *problem, p0, kc, j0, nc int, prefetch bool) {
 	if g.b16 != nil {
-		packBWiden(dst, g, p0, kc, j0, nc)
+		packBWiden(dst, g, p0, kc, j0, nc, prefetch)
 		return
 	}
 	b, ldb := g.b, g.ldb
@@ -147,7 +150,7 @@ func packB(dst []float32, g *problem, p0, kc, j0, nc int) {
 // packBWiden is packB for a B stored in bfloat16 (SgemmBF16): the same
 // float32 panels, each value widened as it is packed, by the bf16 twins of
 // packB's assembly helpers (packRowBF16, packTrans8BF16).
-func packBWiden(dst []float32, g *problem, p0, kc, j0, nc int) {
+func packBWiden(dst []float32, g *problem, p0, kc, j0, nc int, prefetch bool) {
 	b, ldb := g.b16, g.ldb
 	full := nc / nr * nr
 	if !g.transB {
@@ -165,7 +168,11 @@ func packBWiden(dst []float32, g *problem, p0, kc, j0, nc int) {
 		// the 8×8 transposes load them.
 		for q := 0; q < full; q += nr {
 			pan := dst[q*kc : q*kc+nr*kc]
-			done := packTransBF16(pan, b, (j0+q)*ldb+p0, ldb, kc)
+			next := -1
+			if prefetch {
+				next = (j0+q+nc)*ldb + p0
+			}
+			done := packTransBF16(pan, b, (j0+q)*ldb+p0, ldb, kc, next)
 			for j := 0; j < nr && done < kc; j++ {
 				d := pan[done*nr+j:]
 				for p, h := range b[(j0+q+j)*ldb+p0+done : (j0+q+j)*ldb+p0+kc] {

@@ -239,6 +239,14 @@ func transposePack() {
 	)
 	transpose8(8, true, store16, 8*64)
 
+	TEXT("packTrans8BF16Pf", NOSPLIT, "func(dst *float32, src *uint16, ld, kc8 int, next *uint16)")
+	Doc(
+		"packTrans8BF16Pf is packTrans8BF16 prefetching the same values of the 8 rows at",
+		"next (ld apart), as packTrans8DPPf does.",
+		"Requires AVX2.",
+	)
+	transpose8Of(8, true, false, true, "kc8", store16, 8*64)
+
 	TEXT("packRows6", NOSPLIT, "func(dst, src *float32, ld, kc8 int)")
 	Doc(
 		"packRows6 sets dst[6p + r] = src[r·ld + p] for r < 6 and p < kc8, a multiple of 8",
@@ -266,13 +274,16 @@ func transposePack() {
 // With half the rows hold bfloat16 values, widened as they are loaded
 // (VPMOVZXWD, VPSLLD 16: exact), so the rest is the float32 transpose.
 func transpose8(rows int, half bool, store func(dst Register, t []VecPhysical), step int) {
-	transpose8Of(rows, half, false, "kc8", store, step)
+	transpose8Of(rows, half, false, false, "kc8", store, step)
 }
 
 // transpose8Of is transpose8, or with pairs the same on rows of bfloat16
 // pairs (ld in bf16 values; each pair, 4 bytes, moved as one float would
-// be, its halves swapped: see dpPack).
-func transpose8Of(rows int, half, pairs bool, count string, store func(dst Register, t []VecPhysical), step int) {
+// be, its halves swapped: see dpPack). With prefetch, each step also
+// prefetches the same bytes of the rows at the parameter next (ld apart
+// as src's): the next panel's, which then arrive from memory while this
+// one is multiplied.
+func transpose8Of(rows int, half, pairs, prefetch bool, count string, store func(dst Register, t []VecPhysical), step int) {
 	dst := Load(Param("dst"), RDI)
 	row0 := Load(Param("src"), RSI)
 	ld := Load(Param("ld"), R10)
@@ -298,12 +309,30 @@ func transpose8Of(rows int, half, pairs bool, count string, store func(dst Regis
 		{Base: row3}, {Base: row3, Index: ld, Scale: 1}, {Base: row3, Index: ld, Scale: 2},
 		{Base: row6}, {Base: row6, Index: ld, Scale: 1},
 	}
+	var next0, next3, next6 Register = R8, R12, R13
+	if prefetch {
+		Load(Param("next"), next0)
+		LEAQ(Mem{Base: next0, Index: ld, Scale: 2}, next3)
+		ADDQ(ld, next3)
+		LEAQ(Mem{Base: next3, Index: ld, Scale: 2}, next6)
+		ADDQ(ld, next6)
+	}
+	nextAt := []Mem{
+		{Base: next0}, {Base: next0, Index: ld, Scale: 1}, {Base: next0, Index: ld, Scale: 2},
+		{Base: next3}, {Base: next3, Index: ld, Scale: 1}, {Base: next3, Index: ld, Scale: 2},
+		{Base: next6}, {Base: next6, Index: ld, Scale: 1},
+	}
 	r := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7}
 	t := []VecPhysical{Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
 
 	Label("block")
 	CMPQ(kc, U8(8))
 	JL(LabelRef("done"))
+	if prefetch {
+		for i := 0; i < rows; i++ {
+			PREFETCHT0(nextAt[i])
+		}
+	}
 	for i := 0; i < rows; i++ {
 		if half {
 			VPMOVZXWD(rowAt[i], r[i])
@@ -342,6 +371,11 @@ func transpose8Of(rows int, half, pairs bool, count string, store func(dst Regis
 	ADDQ(U32(8*elem), row3)
 	if rows > 6 {
 		ADDQ(U32(8*elem), row6)
+	}
+	if prefetch {
+		ADDQ(U32(8*elem), next0)
+		ADDQ(U32(8*elem), next3)
+		ADDQ(U32(8*elem), next6)
 	}
 	ADDQ(U32(step), dst)
 	SUBQ(U8(8), kc)
@@ -1036,11 +1070,21 @@ func dpPack() {
 		"of a transposed bf16 B into 8 columns of a DP panel.",
 		"Requires AVX-512F (VL).",
 	)
-	transpose8Of(8, false, true, "kp8", func(dst Register, t []VecPhysical) {
+	storeDP := func(dst Register, t []VecPhysical) {
 		for e := 0; e < 8; e++ {
 			VMOVUPS(t[e], Mem{Base: dst, Disp: 4 * dpCols * e})
 		}
-	}, 8*4*dpCols)
+	}
+	transpose8Of(8, false, true, false, "kp8", storeDP, 8*4*dpCols)
+
+	TEXT("packTrans8DPPf", NOSPLIT, "func(dst, src *uint16, ld, kp8 int, next *uint16)")
+	Doc(
+		"packTrans8DPPf is packTrans8DP prefetching the same pairs of the 8 rows at next",
+		"(ld apart): a product of few rows packs each panel as it multiplies, and the next",
+		"panel's rows then come from memory while this one is multiplied.",
+		"Requires AVX-512F (VL).",
+	)
+	transpose8Of(8, false, true, true, "kp8", storeDP, 8*4*dpCols)
 
 	TEXT("packPairsDP", NOSPLIT, "func(dst, src *uint16, ld, kp int)")
 	Doc(
