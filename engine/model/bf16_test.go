@@ -165,12 +165,14 @@ func (s paramSource) ReadBF16(v View, dst []uint16) error {
 // (NewFrozen, as a bf16 checkpoint loads) multiplies by its stored bf16
 // matrices, no packed copy kept (decision 59), and computes the very
 // logits, and so tokens, of the float32 model's decoder with its packed
-// panels, at F32 and BF16, tied head or not.
+// panels, at F32 and BF16, tied head or not: a prefill, steps of 5 and
+// 18 rows (packed panel by panel, the down projection in 3 k blocks) and
+// of 3 (dot products of the stored rows).
 func TestFrozenDecoderReadsStoredWeights(t *testing.T) {
 	for _, tied := range []bool{false, true} {
 		for _, p := range []backend.Precision{backend.F32, backend.BF16} {
 			c := Tiny()
-			c.HiddenSize, c.IntermediateSize, c.VocabSize = 64, 176, 200
+			c.HiddenSize, c.IntermediateSize, c.VocabSize = 64, 600, 200 // down: 3 k blocks
 			c.TieWordEmbeddings = tied
 			full := bf16Model(t, c, 31)
 			frozen, err := NewFrozen(c, paramSource{full})
@@ -189,11 +191,13 @@ func TestFrozenDecoderReadsStoredWeights(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			prods := []product{d.prod.lmHead}
 			for _, l := range d.prod.layers {
-				for _, x := range []product{l.qkv, l.o, l.gateUp, l.down} {
-					if x.packed != nil {
-						t.Fatalf("tied %v, %s: the frozen model's decoder packed a copy of its weights", tied, p)
-					}
+				prods = append(prods, l.qkv, l.o, l.gateUp, l.down)
+			}
+			for _, x := range prods {
+				if x.packed != nil {
+					t.Fatalf("tied %v, %s: the frozen model's decoder packed a copy of its weights", tied, p)
 				}
 			}
 			d.Close()

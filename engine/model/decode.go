@@ -29,10 +29,10 @@ import (
 // that is a backend.Packer (the CPU), run on weights packed once when the
 // Decoder is made (a decoding step multiplies only a few rows by each
 // weight, so packing them at every step cost as much as the products) —
-// except on a frozen model decoding by itself (NewFrozen without
-// adapters: a bf16 checkpoint loaded to decode), whose products read its
-// stored bf16 matrices, packing each panel as it multiplies, so that
-// decoding holds the weights once (decision 59). On the CPU the packed
+// except on a model holding its matrices as bf16 only (NewFrozen: a bf16
+// checkpoint loaded to decode; or the frozen base of adapters) decoding by
+// itself, whose products read its stored bf16 matrices, packing each panel
+// as it multiplies, so that decoding holds the weights once (decision 59). On the CPU the packed
 // weights are bf16 — half the bytes a step reads —
 // wherever every value is one (a model loaded from bf16 safetensors, its
 // frozen base under adapters, a model at BF16 precision), with the same

@@ -28,6 +28,12 @@
 // them took a quarter of the product). In row blocks of at most streamRows
 // rows — products whose B panels each arrive from memory for a few tiles —
 // the in-place kernels also prefetch the next B panel (the Pf variants).
+// Such a product by a B not packed beforehand (a decoding step on weights
+// read where they are stored, decision 59) packs B one panel at a time,
+// multiplying it while it is in L1, and the packing prefetches the
+// weights it packs next (problem.panelByPanel, prefetchAt). None of this
+// changes a bit: every element of C sums over the same k blocks in the
+// same order whatever the blocking of rows and columns.
 // Packing a transposed B (A·Bᵀ) goes through 8×8 register transposes
 // (packTrans8, generated with the kernels) instead of a scalar scatter, and
 // a full panel of a transposed A (Aᵀ·B: weight gradients, attention's dK and

@@ -68,7 +68,7 @@ func (g *problem) prepackDP(ws *workspace) {
 		for pc := 0; pc < g.k; pc += kb {
 			kc := min(kb, g.k-pc)
 			off := pc/kb*dpPanelsLen(kb, g.n) + j0*2*((kc+1)/2)
-			packDP(dst[off:], g.b16, g.ldb, g.transB, pc, kc, j0, j1-j0, false)
+			packDP(dst[off:], g.b16, g.ldb, g.transB, pc, kc, j0, j1-j0, 0)
 		}
 	})
 	g.bDP = dst
@@ -84,7 +84,11 @@ func (g *problem) panelsDP(ws *workspace, pc, kc, j0, nc int, prefetch bool) []u
 		return g.bDP[off : off+n]
 	}
 	ws.dpB = grow16(ws.dpB, n)
-	packDP(ws.dpB, g.b16, g.ldb, g.transB, pc, kc, j0, nc, prefetch)
+	k := 0
+	if prefetch {
+		k = g.k
+	}
+	packDP(ws.dpB, g.b16, g.ldb, g.transB, pc, kc, j0, nc, k)
 	return ws.dpB
 }
 
@@ -92,9 +96,9 @@ func (g *problem) panelsDP(ws *workspace, pc, kc, j0, nc int, prefetch bool) []u
 // op(B)[p][j] = b[p·ldb+j], or b[j·ldb+p] when transB) as DP panels into
 // dst: panel q holds columns j0+32q …, (kc+1)/2 pair steps of 32 dwords;
 // columns past nc and the second step of an odd kc's last pair are zero.
-// With prefetch, the packing of a transposed B's panel prefetches the same
-// block of the panel after it (packTransDP).
-func packDP(dst, b []uint16, ldb int, transB bool, p0, kc, j0, nc int, prefetch bool) {
+// With k > 0, B's depth, the packing of a transposed B's panel
+// prefetches what the product packs next (prefetchAt, packTransDP).
+func packDP(dst, b []uint16, ldb int, transB bool, p0, kc, j0, nc, k int) {
 	kp := (kc + 1) / 2
 	for q := 0; q*dpCols < nc; q++ {
 		pan := dst[q*2*dpCols*kp : (q+1)*2*dpCols*kp]
@@ -103,8 +107,8 @@ func packDP(dst, b []uint16, ldb int, transB bool, p0, kc, j0, nc int, prefetch 
 			// Column j is stored row j: read it along k, eight rows at a
 			// time through packTrans8DP's transposes.
 			next := -1
-			if prefetch {
-				next = (j0+(q+1)*dpCols)*ldb + p0
+			if k > 0 {
+				next = prefetchAt(j0+q*dpCols, nc, p0, kc, k, ldb)
 			}
 			done := 0 // columns whose first kp8 pairs are packed
 			kp8 := packTransDP(pan, b, (j0+q*dpCols)*ldb+p0, ldb, kc, w, next)
@@ -238,8 +242,9 @@ func (g *problem) tileDP(i0, m, j0, n int, ws *workspace) {
 			for ic := 0; ic < m; ic += mcMax {
 				mc := min(mcMax, m-ic)
 				// A few rows use each panel right after it arrives from
-				// memory: the kernels prefetch the next (macro's stream).
-				stream := mc <= streamRows
+				// memory: the kernels prefetch the next (macro's stream),
+				// except panel by panel, where there is no next.
+				stream := mc <= streamRows && !each
 				av, ald := ws.swapA(g, i0+ic, mc, pc, kc)
 				for jr := 0; jr < nc; jr += dpCols {
 					pan := bp[jr*2*kp : (jr+dpCols)*2*kp]

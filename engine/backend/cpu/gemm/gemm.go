@@ -229,9 +229,9 @@ func (g *problem) parallel(chunkFlops int) {
 			g.prepackB(shared)
 		}
 	}
-	if dp && cols > 1 && g.m*g.swappedLen() <= swapMax {
-		// Several column chunks need the same A blocks swapped: swap it
-		// once.
+	if dp && (cols > 1 || g.panelByPanel(g.m)) && g.m*g.swappedLen() <= swapMax {
+		// Several column chunks, or panels, need the same A blocks
+		// swapped: swap it once.
 		shared := getWorkspace()
 		defer putWorkspace(shared)
 		g.swapAll(shared)
@@ -253,16 +253,17 @@ func (g *problem) serial() {
 	putWorkspace(ws)
 }
 
-// panelByPanel reports whether a tile of m rows packs B a panel at a time,
-// multiplying each as soon as it is packed while the next one's weights
-// are prefetched: a product of at most streamRows rows by a B that is not
-// packed beforehand (a decoding step on weights read where they are
-// stored, decision 59). The packing then reads each weight once from
-// memory, and the panel is still in L1 when the kernels read it. Every
-// element sees the same k blocks in the same order as in a block of many
-// panels, so the bits are the same.
+// panelByPanel reports whether a tile of m rows may pack B a panel at a
+// time, multiplying each as soon as it is packed while the next one's
+// weights are prefetched: a decoding step's product, x·Wᵀ with at most
+// streamRows rows of x by weights W read where they are stored, not
+// packed beforehand (decision 59). The packing then reads each weight
+// once from memory, and the panel is still in L1 when the kernels read
+// it. Every element sees the same k blocks in the same order as in a
+// block of many panels, so the bits are the same. (tile also needs A in
+// place; tileDP swaps all of A first, see parallel and serial.)
 func (g *problem) panelByPanel(m int) bool {
-	return m <= streamRows && g.bPacked == nil && g.bPacked16 == nil && g.bDP == nil
+	return m <= streamRows && !g.transA && g.transB && g.bPacked == nil && g.bPacked16 == nil && g.bDP == nil
 }
 
 // partition splits C into a fixed grid of chunks of about chunkFlops for the
@@ -347,7 +348,9 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 	if g.a16 != nil {
 		rows = useAsm && !g.transA && !crowdedRows(kb) // widenA's rows are kc apart
 	}
-	step, each := ncMax, g.panelByPanel(m)
+	// Panel by panel only with A read in place, once for all panels (a
+	// packed or widened A block would be made again for each).
+	step, each := ncMax, g.panelByPanel(m) && rows && g.a16 == nil
 	if each {
 		step = 2 * nr // a pair of panels, for the wide kernels
 	}
@@ -391,7 +394,9 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 				default:
 					ap = ws.packA(g, i0+ic, mc, pc, kc)
 				}
-				g.macro(ws, ap, av, ald, bp, bp16, i0+ic, mc, j0+jc, nc, kc, beta, rows)
+				// Panel by panel, the packed panel is all there is: no next
+				// one for the kernels to prefetch.
+				g.macro(ws, ap, av, ald, bp, bp16, i0+ic, mc, j0+jc, nc, kc, beta, rows, mc <= streamRows && !each)
 			}
 		}
 	}
@@ -484,10 +489,11 @@ func crowdedRows(lda int) bool {
 // The panels are bp, or with rows bp16 in bfloat16 (read by the in-place
 // kernels' bf16 twins). A is ap packed, or with rows av in place (the
 // block's first row at av, the next ald on).
-func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, bp16 []uint16, i0, mc, j0, nc, kc int, beta float32, rows bool) {
-	// With at most streamRows rows each B panel serves a few tiles only,
-	// right after it arrives from memory: the kernel prefetches the next.
-	stream := mc <= streamRows
+//
+// With stream (set for at most streamRows rows of B panels packed
+// beforehand) each B panel serves a few tiles only, right after it
+// arrives from memory, and the kernels prefetch the next.
+func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, bp16 []uint16, i0, mc, j0, nc, kc int, beta float32, rows, stream bool) {
 	for jr := 0; jr < nc; {
 		span := nr
 		if useAsm && useWide && jr+2*nr <= nc {

@@ -91,8 +91,8 @@ func (w *workspace) packB(g *problem, p0, kc, j0, nc int, prefetch bool) []float
 }
 
 // packB packs the kc×nc block of op(B) at (p0, j0) into dst. With
-// prefetch, the packing of a transposed bf16 B prefetches the same block
-// of the nc columns after it (a product packing B panel by panel,
+// prefetch, the packing of a transposed bf16 B prefetches what the product
+// packs next (prefetchAt; a product packing B panel by panel,
 // problem.panelByPanel).
 func packB(dst []float32, g *problem, p0, kc, j0, nc int, prefetch bool) {
 	if g.b16 != nil {
@@ -147,6 +147,19 @@ func packB(dst []float32, g *problem, p0, kc, j0, nc int, prefetch bool) {
 	}
 }
 
+// prefetchAt is the offset in a transposed B (stored rows ldb apart, k
+// deep) from which the packing of the kc steps at p0 of the stored rows
+// from j — a panel, packed panel by panel (problem.panelByPanel) —
+// prefetches what the product packs next: the same rows' next k block, or
+// after the last one the first block of the rows nc on, the next panel's.
+// The weights then come from memory while this block is multiplied.
+func prefetchAt(j, nc, p0, kc, k, ldb int) int {
+	if p0+kc < k {
+		return j*ldb + p0 + kc
+	}
+	return (j + nc) * ldb
+}
+
 // packBWiden is packB for a B stored in bfloat16 (SgemmBF16): the same
 // float32 panels, each value widened as it is packed, by the bf16 twins of
 // packB's assembly helpers (packRowBF16, packTrans8BF16).
@@ -170,7 +183,7 @@ func packBWiden(dst []float32, g *problem, p0, kc, j0, nc int, prefetch bool) {
 			pan := dst[q*kc : q*kc+nr*kc]
 			next := -1
 			if prefetch {
-				next = (j0+q+nc)*ldb + p0
+				next = prefetchAt(j0+q, nc, p0, kc, g.k, ldb)
 			}
 			done := packTransBF16(pan, b, (j0+q)*ldb+p0, ldb, kc, next)
 			for j := 0; j < nr && done < kc; j++ {
