@@ -44,7 +44,7 @@ type Options struct {
 	// exists (Qwen2.5-0.5B: 1 GB instead of 2, and no 2 GB peak on the
 	// way); decoding it by itself reads those bf16 matrices where they
 	// are, so it holds the weights once (decision 59: 16 sequences of
-	// Qwen2.5-0.5B decode in 1.47 GB). The numbers are those of the
+	// Qwen2.5-0.5B decode in 1.45 GB). The numbers are those of the
 	// float32 load, bit for bit. F32
 	// and F16 checkpoints load as float32, held as bf16 only if their
 	// matrices are bf16-exact, as WithLoRA holds them. Cannot be combined
