@@ -267,8 +267,9 @@ func kernelDPRowsPf1(kp int, a *uint16, lda int, b *uint16, c *float32, ldc int,
 func packTrans8DP(dst *uint16, src *uint16, ld int, kp8 int)
 
 // packTrans8DPPf is packTrans8DP prefetching the same pairs of the 8 rows at next
-// (ld apart): a product of few rows packs each panel as it multiplies, and the next
-// panel's rows then come from memory while this one is multiplied.
+// (ld apart): a product of few rows packs each panel as it multiplies, and what it
+// packs next (the same rows' next k block, or the next panel's) then comes from memory
+// while this block is multiplied.
 // Requires AVX-512F (VL).
 func packTrans8DPPf(dst *uint16, src *uint16, ld int, kp8 int, next *uint16)
 

@@ -281,8 +281,8 @@ func transpose8(rows int, half bool, store func(dst Register, t []VecPhysical), 
 // pairs (ld in bf16 values; each pair, 4 bytes, moved as one float would
 // be, its halves swapped: see dpPack). With prefetch, each step also
 // prefetches the same bytes of the rows at the parameter next (ld apart
-// as src's): the next panel's, which then arrive from memory while this
-// one is multiplied.
+// as src's): what the product packs next, which then arrives from memory
+// while this block is multiplied (gemm's prefetchAt).
 func transpose8Of(rows int, half, pairs, prefetch bool, count string, store func(dst Register, t []VecPhysical), step int) {
 	dst := Load(Param("dst"), RDI)
 	row0 := Load(Param("src"), RSI)
@@ -1080,8 +1080,9 @@ func dpPack() {
 	TEXT("packTrans8DPPf", NOSPLIT, "func(dst, src *uint16, ld, kp8 int, next *uint16)")
 	Doc(
 		"packTrans8DPPf is packTrans8DP prefetching the same pairs of the 8 rows at next",
-		"(ld apart): a product of few rows packs each panel as it multiplies, and the next",
-		"panel's rows then come from memory while this one is multiplied.",
+		"(ld apart): a product of few rows packs each panel as it multiplies, and what it",
+		"packs next (the same rows' next k block, or the next panel's) then comes from memory",
+		"while this block is multiplied.",
 		"Requires AVX-512F (VL).",
 	)
 	transpose8Of(8, false, true, true, "kp8", storeDP, 8*4*dpCols)
