@@ -102,11 +102,11 @@ func benchQwen(o benchOpts) ([]benchRow, error) {
 		}
 		rows = append(rows, decode...)
 	}
-	for _, lora := range []bool{true, false} {
-		if name := map[bool]string{true: "lora", false: "full"}[lora]; !slices.Contains(o.qwenRows, name) {
+	for _, name := range []string{"lora", "full"} {
+		if !slices.Contains(o.qwenRows, name) {
 			continue
 		}
-		row, err := benchQwenTrain(c, w, lora, o)
+		row, err := benchQwenTrain(c, w, name == "lora", o)
 		if err != nil {
 			return nil, err
 		}

@@ -32,8 +32,8 @@ import (
 // except on a model holding its matrices as bf16 only (NewFrozen: a bf16
 // checkpoint loaded to decode; or the frozen base of adapters) decoding by
 // itself, whose products read its stored bf16 matrices, packing each panel
-// as it multiplies, so that decoding holds the weights once (decision 59). On the CPU the packed
-// weights are bf16 — half the bytes a step reads —
+// as it multiplies, so that decoding holds the weights once (decision 59).
+// On the CPU the packed weights are bf16 — half the bytes a step reads —
 // wherever every value is one (a model loaded from bf16 safetensors, its
 // frozen base under adapters, a model at BF16 precision), with the same
 // products (decision 44). A model with adapters decodes as Forward

@@ -126,8 +126,9 @@ func (g *problem) prepackB(ws *workspace) {
 }
 
 // panelsB returns the packed kc×nc block of op(B) at (pc, j0): a slice of
-// bPacked when it is set, else packed now into ws (prefetching the block
-// after it, see packB); or, in bfloat16, a slice of bPacked16.
+// bPacked when it is set, else packed now into ws (with prefetch, also
+// prefetching what is packed next, see packB); or, in bfloat16, a slice
+// of bPacked16.
 func (g *problem) panelsB(ws *workspace, pc, kc, j0, nc int, prefetch bool) ([]float32, []uint16) {
 	// j0 is a multiple of nr, so its panel starts at (j0/nr)·nr·kc.
 	off := pc*roundUp(g.n, nr) + j0*kc

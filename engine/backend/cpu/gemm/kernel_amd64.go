@@ -158,8 +158,9 @@ func packTrans(pan, b []float32, off, ldb, kc int) int {
 }
 
 // packTransBF16 is packTrans on a bfloat16 B, each value widened. With
-// next ≥ 0 it also prefetches the same values of the next panel's rows,
-// at b[next+j·ldb:] for column j, where they lie in b (packTrans8BF16Pf).
+// next ≥ 0 it also prefetches as many values of the rows at b[next+j·ldb:]
+// for column j, where they lie in b (packTrans8BF16Pf; prefetchAt says
+// where).
 func packTransBF16(pan []float32, b []uint16, off, ldb, kc, next int) int {
 	kc8 := kc / 8 * 8
 	if !useAsm || kc8 == 0 {
@@ -281,9 +282,9 @@ func packRowBF16Asm(dst []float32, row []uint16, panels, stride int) bool {
 // of 8 — of the first w/8·8 columns of a DP panel (pan) of a transposed
 // bf16 B, column c being the stored row at b[off+c·ldb:], with the
 // assembly packTrans8DP, and returns kp8 (0 when it packed nothing); the
-// caller packs the rest. With next ≥ 0 it also prefetches the same pairs
-// of the next panel's rows, at b[next+c·ldb:] for column c, where they
-// lie in b (packTrans8DPPf).
+// caller packs the rest. With next ≥ 0 it also prefetches as many pairs
+// of the rows at b[next+c·ldb:] for column c, where they lie in b
+// (packTrans8DPPf; prefetchAt says where).
 func packTransDP(pan, b []uint16, off, ldb, kc, w, next int) int {
 	kp8 := kc / 2 / 8 * 8
 	if !useAsm || !useWide || kp8 == 0 || w < 8 {
