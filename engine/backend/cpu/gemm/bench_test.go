@@ -195,7 +195,7 @@ func BenchmarkKernelRows(b *testing.B) {
 	b.Run("f32", func(b *testing.B) {
 		for b.Loop() {
 			if useWide {
-				kernelRowsWide(mr, kcMax, a, kcMax, bp, c, span, 1, 1)
+				kernelRowsWide(mr, kcMax, a, kcMax, bp, c, span, 1, 1, false)
 			} else {
 				kernelRows(mr, kcMax, a, kcMax, bp, c, span, 1, 1, false)
 			}
@@ -205,7 +205,7 @@ func BenchmarkKernelRows(b *testing.B) {
 	b.Run("bf16", func(b *testing.B) {
 		for b.Loop() {
 			if useWide {
-				kernelRowsWideBF16(mr, kcMax, a, kcMax, b16, c, span, 1, 1)
+				kernelRowsWideBF16(mr, kcMax, a, kcMax, b16, c, span, 1, 1, false)
 			} else {
 				kernelRowsBF16(mr, kcMax, a, kcMax, b16, c, span, 1, 1, false)
 			}

@@ -27,7 +27,9 @@
 // decoding step's 16 rows: packing the last 4 and computing 6 rows for
 // them took a quarter of the product). In row blocks of at most streamRows
 // rows — products whose B panels each arrive from memory for a few tiles —
-// the in-place kernels also prefetch the next B panel (the Pf variants).
+// the in-place kernels also prefetch the next B panel (the Pf variants),
+// and with AVX-512 take tiles of up to mrTall = 12 rows, as even as the
+// rows allow (16 rows as 8 + 8; decision 60).
 // Such a product by a B not packed beforehand (a decoding step on weights
 // read where they are stored, decision 59) packs B one panel at a time,
 // multiplying it while it is in L1, and the packing prefetches the
@@ -111,9 +113,12 @@
 // instructions, so both widths give the same bits (TestWideKernelsMatchNarrow):
 // a notebook reproduces its numbers on machines with and without AVX-512.
 // On Sapphire Rapids (2 vCPUs) the 6×32 kernel alone runs at 160–183
-// GFLOP/s per core against the 6×16 one's 110–118. It has no prefetching
-// variants: there a decoding step was 9% slower with them than with the
-// hardware prefetcher alone.
+// GFLOP/s per core against the 6×16 one's 110–118. Its Pf twins prefetch
+// the next pair of panels into the L2 only (PREFETCHT2; decision 60): on
+// the Zen 5 VM a toy decoding step's 16-row products by weights from
+// memory ran 20–30% faster with them, the base preset's decoding 10–25%.
+// (On Sapphire Rapids, with the weights in its L3 and PREFETCHT0, a
+// decoding step had been 9% slower with prefetches.)
 //
 // # Tuning constants
 //

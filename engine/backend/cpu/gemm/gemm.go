@@ -43,8 +43,11 @@ func SgemmSerial(transA, transB bool, m, n, k int, alpha float32, a []float32, l
 
 // Tuning constants (see doc.go for how they were chosen).
 const (
-	mr = 6  // rows of the register tile (micro-kernel)
-	nr = 16 // columns of the register tile: two 8-lane YMM registers
+	mr = 6 // rows of the register tile (micro-kernel)
+	// mrTall is the most rows of the AVX-512 kernels that read A in place
+	// (kernelRowsWide): 24 sums in AVX-512's 32 registers.
+	mrTall = 2 * mr
+	nr     = 16 // columns of the register tile: two 8-lane YMM registers
 
 	kcMax = 256  // k-block: a kc×nr B micro-panel (16 KiB) stays in L1
 	mcMax = 168  // row block: an mc×kc packed A block (168 KiB) stays in L2
@@ -500,8 +503,26 @@ func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, 
 		if useAsm && useWide && jr+2*nr <= nc {
 			span = 2 * nr
 		}
-		for ir := 0; ir < mc; ir += mr {
-			g.microTile(ws, ap, av, ald, bp, bp16, i0, ir, min(mr, mc-ir), j0, jr, min(span, nc-jr), span, kc, beta, rows, stream)
+		if rows && span > nr && mc <= streamRows && (beta == 0 || beta == 1) {
+			// A block of a few rows (a decoding step's) goes to the
+			// AVX-512 in-place kernels of up to mrTall rows, in tiles as
+			// even as the rows allow: 16 rows as 8 + 8, where 6 + 6 + 4
+			// read each pair of panels three times, and the 8 rows of a
+			// group of sequences (model's Decoder) as 8, where 6 + 2 left
+			// the 2-row tile's 4 FMA chains waiting on their latency.
+			// (Taller tiles made a training step 3–5% slower.) Not for
+			// other betas: a row of a whole mr-row tile gets the kernel's
+			// merge, one of a partial tile microTile's (see there), and
+			// this tiling would change which rows are which.
+			tiles := (mc + mrTall - 1) / mrTall
+			for t := 0; t < tiles; t++ {
+				ir, end := t*mc/tiles, (t+1)*mc/tiles
+				g.microTile(ws, ap, av, ald, bp, bp16, i0, ir, end-ir, j0, jr, min(span, nc-jr), span, kc, beta, rows, stream)
+			}
+		} else {
+			for ir := 0; ir < mc; ir += mr {
+				g.microTile(ws, ap, av, ald, bp, bp16, i0, ir, min(mr, mc-ir), j0, jr, min(span, nc-jr), span, kc, beta, rows, stream)
+			}
 		}
 		jr += span
 	}
@@ -526,11 +547,11 @@ func (g *problem) microTile(ws *workspace, ap, av []float32, ald int, bp []float
 	run := func(c []float32, ldc int, beta float32) {
 		switch {
 		case bpan16 != nil && span > nr:
-			kernelRowsWideBF16(h, kc, av[ir*ald:], ald, bpan16, c, ldc, g.alpha, beta)
+			kernelRowsWideBF16(h, kc, av[ir*ald:], ald, bpan16, c, ldc, g.alpha, beta, stream)
 		case bpan16 != nil:
 			kernelRowsBF16(h, kc, av[ir*ald:], ald, bpan16, c, ldc, g.alpha, beta, stream)
 		case rows && span > nr:
-			kernelRowsWide(h, kc, av[ir*ald:], ald, bpan, c, ldc, g.alpha, beta)
+			kernelRowsWide(h, kc, av[ir*ald:], ald, bpan, c, ldc, g.alpha, beta, stream)
 		case rows:
 			kernelRows(h, kc, av[ir*ald:], ald, bpan, c, ldc, g.alpha, beta, stream)
 		case span > nr:
@@ -547,7 +568,7 @@ func (g *problem) microTile(ws *workspace, ap, av []float32, ald int, bp []float
 		run(g.c[off:], g.ldc, beta)
 		return
 	}
-	edge := ws.edge[:mr*span]
+	edge := ws.edge[:max(h, mr)*span]
 	run(edge, span, 0)
 	g.mergeEdge(off, edge, span, h, w, beta)
 }
@@ -581,7 +602,7 @@ type workspace struct {
 	dpA   []uint16               // a block of A, pairs swapped (swapA)
 	dpAll []uint16               // all of A, pairs swapped (swapAll)
 	dpB   []uint16               // a block of op(B) in DP panels (panelsDP)
-	edge  [mrDP * 2 * nr]float32 // one tile, nr or 2·nr wide (mr or mrDP rows)
+	edge  [mrDP * 2 * nr]float32 // one tile, nr or 2·nr wide (up to mrDP = mrTall rows)
 }
 
 // workspaces is the free list. It keeps at most maxFree workspaces between

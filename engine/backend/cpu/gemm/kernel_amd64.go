@@ -80,13 +80,17 @@ func kernelWide(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 	kernelAVX512(kc, &a[0], &b[0], &c[0], ldc, alpha, beta)
 }
 
-// kernelRowsWide is kernelRows for a tile of h×2nr (see kernelWide),
-// without prefetching (see the generator).
-func kernelRowsWide(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32) {
+// kernelRowsWide is kernelRows for a tile of h×2nr (see kernelWide); with
+// stream it prefetches the next pair of panels.
+func kernelRowsWide(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32, stream bool) {
 	_ = a[(h-1)*lda+kc-1] // the assembly does no bounds checks
 	_ = b[2*nr*kc-1]
 	_ = c[(h-1)*ldc+2*nr-1]
-	wideRowKernels[h](kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	k := wideRowKernels[h]
+	if stream {
+		k = wideStreamKernels[h]
+	}
+	k(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 }
 
 // kernelRowsBF16 is kernelRows on a bfloat16 B panel (nr·kc values).
@@ -102,17 +106,21 @@ func kernelRowsBF16(h, kc int, a []float32, lda int, b []uint16, c []float32, ld
 }
 
 // kernelRowsWideBF16 is kernelRowsWide on two bfloat16 B panels.
-func kernelRowsWideBF16(h, kc int, a []float32, lda int, b []uint16, c []float32, ldc int, alpha, beta float32) {
+func kernelRowsWideBF16(h, kc int, a []float32, lda int, b []uint16, c []float32, ldc int, alpha, beta float32, stream bool) {
 	_ = a[(h-1)*lda+kc-1] // the assembly does no bounds checks
 	_ = b[2*nr*kc-1]
 	_ = c[(h-1)*ldc+2*nr-1]
-	wideRowKernelsBF16[h](kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	k := wideRowKernelsBF16[h]
+	if stream {
+		k = wideStreamKernelsBF16[h]
+	}
+	k(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 }
 
 type rowKernelBF16 func(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha, beta float32)
 
-// The in-place kernels on bf16 panels, as rowKernels, streamKernels and
-// wideRowKernels.
+// The in-place kernels on bf16 panels, as rowKernels, streamKernels,
+// wideRowKernels and wideStreamKernels.
 var (
 	rowKernelsBF16 = [mr + 1]rowKernelBF16{
 		1: kernelAVX2BF16Rows1, 2: kernelAVX2BF16Rows2, 3: kernelAVX2BF16Rows3, 4: kernelAVX2BF16Rows4, 5: kernelAVX2BF16Rows5, 6: kernelAVX2BF16Rows,
@@ -120,15 +128,20 @@ var (
 	streamKernelsBF16 = [mr + 1]rowKernelBF16{
 		1: kernelAVX2BF16Rows1Pf, 2: kernelAVX2BF16Rows2Pf, 3: kernelAVX2BF16Rows3Pf, 4: kernelAVX2BF16Rows4Pf, 5: kernelAVX2BF16Rows5Pf, 6: kernelAVX2BF16RowsPf,
 	}
-	wideRowKernelsBF16 = [mr + 1]rowKernelBF16{
-		1: kernelAVX512BF16Rows1, 2: kernelAVX512BF16Rows2, 3: kernelAVX512BF16Rows3, 4: kernelAVX512BF16Rows4, 5: kernelAVX512BF16Rows5, 6: kernelAVX512BF16Rows,
+	wideRowKernelsBF16 = [mrTall + 1]rowKernelBF16{
+		1: kernelAVX512BF16Rows1, 2: kernelAVX512BF16Rows2, 3: kernelAVX512BF16Rows3, 4: kernelAVX512BF16Rows4, 5: kernelAVX512BF16Rows5, 6: kernelAVX512BF16Rows, 7: kernelAVX512BF16Rows7, 8: kernelAVX512BF16Rows8, 9: kernelAVX512BF16Rows9, 10: kernelAVX512BF16Rows10, 11: kernelAVX512BF16Rows11, 12: kernelAVX512BF16Rows12,
+	}
+	wideStreamKernelsBF16 = [mrTall + 1]rowKernelBF16{
+		1: kernelAVX512BF16Rows1Pf, 2: kernelAVX512BF16Rows2Pf, 3: kernelAVX512BF16Rows3Pf, 4: kernelAVX512BF16Rows4Pf, 5: kernelAVX512BF16Rows5Pf, 6: kernelAVX512BF16RowsPf, 7: kernelAVX512BF16Rows7Pf, 8: kernelAVX512BF16Rows8Pf, 9: kernelAVX512BF16Rows9Pf, 10: kernelAVX512BF16Rows10Pf, 11: kernelAVX512BF16Rows11Pf, 12: kernelAVX512BF16Rows12Pf,
 	}
 )
 
 type rowKernel func(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
 
 // rowKernels[h] and streamKernels[h] are the in-place kernels for h rows,
-// without and with the prefetch of the next B panel.
+// without and with the prefetch of the next B panel; wideRowKernels[h] and
+// wideStreamKernels[h] the same two panels wide (the prefetch: the next
+// pair).
 var (
 	rowKernels = [mr + 1]rowKernel{
 		1: kernelAVX2Rows1, 2: kernelAVX2Rows2, 3: kernelAVX2Rows3, 4: kernelAVX2Rows4, 5: kernelAVX2Rows5, 6: kernelAVX2Rows,
@@ -136,8 +149,11 @@ var (
 	streamKernels = [mr + 1]rowKernel{
 		1: kernelAVX2Rows1Pf, 2: kernelAVX2Rows2Pf, 3: kernelAVX2Rows3Pf, 4: kernelAVX2Rows4Pf, 5: kernelAVX2Rows5Pf, 6: kernelAVX2RowsPf,
 	}
-	wideRowKernels = [mr + 1]rowKernel{
-		1: kernelAVX512Rows1, 2: kernelAVX512Rows2, 3: kernelAVX512Rows3, 4: kernelAVX512Rows4, 5: kernelAVX512Rows5, 6: kernelAVX512Rows,
+	wideRowKernels = [mrTall + 1]rowKernel{
+		1: kernelAVX512Rows1, 2: kernelAVX512Rows2, 3: kernelAVX512Rows3, 4: kernelAVX512Rows4, 5: kernelAVX512Rows5, 6: kernelAVX512Rows, 7: kernelAVX512Rows7, 8: kernelAVX512Rows8, 9: kernelAVX512Rows9, 10: kernelAVX512Rows10, 11: kernelAVX512Rows11, 12: kernelAVX512Rows12,
+	}
+	wideStreamKernels = [mrTall + 1]rowKernel{
+		1: kernelAVX512Rows1Pf, 2: kernelAVX512Rows2Pf, 3: kernelAVX512Rows3Pf, 4: kernelAVX512Rows4Pf, 5: kernelAVX512Rows5Pf, 6: kernelAVX512RowsPf, 7: kernelAVX512Rows7Pf, 8: kernelAVX512Rows8Pf, 9: kernelAVX512Rows9Pf, 10: kernelAVX512Rows10Pf, 11: kernelAVX512Rows11Pf, 12: kernelAVX512Rows12Pf,
 	}
 )
 

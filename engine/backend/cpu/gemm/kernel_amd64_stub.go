@@ -64,6 +64,30 @@ func kernelAVX2Rows1Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc 
 // Requires AVX-512F.
 func kernelAVX512(kc int, a *float32, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
+// kernelAVX512Rows12 is kernelAVX512Rows for a tile of 12 rows (12 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Rows12(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows11 is kernelAVX512Rows for a tile of 11 rows (11 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Rows11(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows10 is kernelAVX512Rows for a tile of 10 rows (10 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Rows10(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows9 is kernelAVX512Rows for a tile of 9 rows (9 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Rows9(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows8 is kernelAVX512Rows for a tile of 8 rows (8 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Rows8(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows7 is kernelAVX512Rows for a tile of 7 rows (7 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Rows7(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
 // kernelAVX512Rows is kernelAVX512 with A read in place: row i of the tile's A at a + i·lda
 // (lda in elements), k step p at offset p.
 // Requires AVX-512F.
@@ -88,6 +112,54 @@ func kernelAVX512Rows2(kc int, a *float32, lda int, b *float32, c *float32, ldc 
 // kernelAVX512Rows1 is kernelAVX512Rows for a tile of 1 rows (1 rows of A and of C).
 // Requires AVX-512F.
 func kernelAVX512Rows1(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows12Pf is kernelAVX512Rows12 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512Rows12Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows11Pf is kernelAVX512Rows11 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512Rows11Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows10Pf is kernelAVX512Rows10 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512Rows10Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows9Pf is kernelAVX512Rows9 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512Rows9Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows8Pf is kernelAVX512Rows8 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512Rows8Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows7Pf is kernelAVX512Rows7 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512Rows7Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512RowsPf is kernelAVX512Rows that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512RowsPf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows5Pf is kernelAVX512Rows5 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512Rows5Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows4Pf is kernelAVX512Rows4 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512Rows4Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows3Pf is kernelAVX512Rows3 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512Rows3Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows2Pf is kernelAVX512Rows2 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512Rows2Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Rows1Pf is kernelAVX512Rows1 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512Rows1Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
 // kernelAVX2BF16Rows is kernelAVX2Rows on bfloat16 B panels (kc steps of 16 bf16 values),
 // each widened to float32 in a register: the same FMAs on the same values.
@@ -138,6 +210,30 @@ func kernelAVX2BF16Rows2Pf(kc int, a *float32, lda int, b *uint16, c *float32, l
 // Requires AVX2 and FMA.
 func kernelAVX2BF16Rows1Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
 
+// kernelAVX512BF16Rows12 is kernelAVX512BF16Rows for a tile of 12 rows (12 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows12(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows11 is kernelAVX512BF16Rows for a tile of 11 rows (11 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows11(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows10 is kernelAVX512BF16Rows for a tile of 10 rows (10 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows10(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows9 is kernelAVX512BF16Rows for a tile of 9 rows (9 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows9(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows8 is kernelAVX512BF16Rows for a tile of 8 rows (8 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows8(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows7 is kernelAVX512BF16Rows for a tile of 7 rows (7 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows7(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
 // kernelAVX512BF16Rows is kernelAVX512Rows on bfloat16 B panels (kc steps of 16 bf16 values),
 // each widened to float32 in a register: the same FMAs on the same values.
 // Requires AVX-512F.
@@ -162,6 +258,54 @@ func kernelAVX512BF16Rows2(kc int, a *float32, lda int, b *uint16, c *float32, l
 // kernelAVX512BF16Rows1 is kernelAVX512BF16Rows for a tile of 1 rows (1 rows of A and of C).
 // Requires AVX-512F.
 func kernelAVX512BF16Rows1(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows12Pf is kernelAVX512BF16Rows12 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows12Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows11Pf is kernelAVX512BF16Rows11 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows11Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows10Pf is kernelAVX512BF16Rows10 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows10Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows9Pf is kernelAVX512BF16Rows9 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows9Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows8Pf is kernelAVX512BF16Rows8 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows8Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows7Pf is kernelAVX512BF16Rows7 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows7Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16RowsPf is kernelAVX512BF16Rows that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512BF16RowsPf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows5Pf is kernelAVX512BF16Rows5 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows5Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows4Pf is kernelAVX512BF16Rows4 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows4Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows3Pf is kernelAVX512BF16Rows3 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows3Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows2Pf is kernelAVX512BF16Rows2 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows2Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512BF16Rows1Pf is kernelAVX512BF16Rows1 that also prefetches the next B panels (kc·32 values on).
+// Requires AVX-512F.
+func kernelAVX512BF16Rows1Pf(kc int, a *float32, lda int, b *uint16, c *float32, ldc int, alpha float32, beta float32)
 
 // kernelDPRows12 is kernelDPRows for a tile of 12 rows (12 rows of A and of C).
 // Requires AVX-512F and AVX512_BF16.

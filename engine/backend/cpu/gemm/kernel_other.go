@@ -22,7 +22,7 @@ func kernelWide(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 }
 
 // kernelRowsWide is only called when useWide is set, which it never is here.
-func kernelRowsWide(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32) {
+func kernelRowsWide(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32, stream bool) {
 	panic("gemm: kernelRowsWide without an assembly kernel")
 }
 
@@ -42,7 +42,7 @@ func kernelRowsBF16(h, kc int, a []float32, lda int, b []uint16, c []float32, ld
 }
 
 // kernelRowsWideBF16 is only called when useWide is set, which it never is here.
-func kernelRowsWideBF16(h, kc int, a []float32, lda int, b []uint16, c []float32, ldc int, alpha, beta float32) {
+func kernelRowsWideBF16(h, kc int, a []float32, lda int, b []uint16, c []float32, ldc int, alpha, beta float32, stream bool) {
 	panic("gemm: kernelRowsWideBF16 without an assembly kernel")
 }
 

@@ -18,9 +18,11 @@
 // (row i at a + i·lda), which saves packing A when it is not transposed,
 // and kernelAVX2Rows1 … kernelAVX2Rows5 do the same for the 1–5 rows left
 // at the bottom of such an A (a decoding step's 16 rows end in a tile of 4:
-// packing it, and computing 6 rows for 4, took a quarter of the product).
-// The Pf variants of the in-place kernels also prefetch the next B panel,
-// for products of so few rows that B streams from memory once. All, of
+// packing it, and computing 6 rows for 4, took a quarter of the product);
+// the AVX-512 ones go on to 12 rows (kernelAVX512Rows7 … Rows12).
+// The Pf variants of the in-place kernels also prefetch the next B panel
+// (the next pair for kernelAVX512…), for products of so few rows that B
+// streams from memory once. All, of
 // either width, do the same FMAs in the same order for each element, so
 // they give identical bits (see tile for the register plans).
 package main
@@ -41,6 +43,7 @@ const (
 	dpCols = 32 // columns of a DP panel (dpKernels)
 	unroll = 4  // k steps per loop iteration
 	mrDP   = 12 // rows of the VDPBF16PS tile (dpKernels)
+	mrTall = 12 // the most rows of the AVX-512 in-place kernels (rowKernels)
 )
 
 func main() {
@@ -101,9 +104,14 @@ func main() {
 // registers that VZEROUPPER cleans: 12 accumulators, 2 B vectors, 2
 // broadcasts; at 12 chains per 8 loads the 512-bit one keeps both of an
 // Intel core's 512-bit FMA pipes busy (4-cycle latency: 8 in flight).
+// The AVX-512 in-place kernels (rowKernels) also come in 7 to 12 rows
+// (maxRows), their further sums in Z16–Z27, for the blocks of a few rows
+// of a decoding step: a group of 8 rows as one tile where 6 + 2 read the
+// panels twice and kept only 4 chains in the second tile.
 type tile struct {
 	name     string        // kernel name prefix: kernelAVX2, kernelAVX512
-	acc      []VecPhysical // 2 per row, mr rows
+	acc      []VecPhysical // 2 per row, maxRows rows
+	maxRows  int           // the most rows of the in-place kernels (rowKernels)
 	b, bc    [2]VecPhysical
 	vecBytes int // bytes per vector register
 	panels   int // B panels per tile (1: both vectors from one panel)
@@ -115,9 +123,10 @@ type tile struct {
 }
 
 var (
-	avx2 = tile{name: "kernelAVX2", acc: []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11},
+	avx2 = tile{name: "kernelAVX2", acc: []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11}, maxRows: mr,
 		b: [2]VecPhysical{Y12, Y13}, bc: [2]VecPhysical{Y14, Y15}, vecBytes: 32, panels: 1, isa: "AVX2 and FMA"}
-	avx512 = tile{name: "kernelAVX512", acc: []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11},
+	avx512 = tile{name: "kernelAVX512", acc: []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11,
+		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27}, maxRows: mrTall,
 		b: [2]VecPhysical{Z12, Z13}, bc: [2]VecPhysical{Z14, Z15}, vecBytes: 64, panels: 2, isa: "AVX-512F"}
 	avx2h   = halfTile(avx2, "kernelAVX2BF16")
 	avx512h = halfTile(avx512, "kernelAVX512BF16")
@@ -154,17 +163,11 @@ func packedKernel(t tile) {
 // rowKernels emits t's kernels reading A in place, for 6 rows (suffix
 // Rows) and, for the last rows of a product whose row count is not a
 // multiple of 6, 1–5 rows (Rows1 … Rows5); then, for the AVX2 tile, the
-// same with the next B panel prefetched (suffix Pf). The AVX-512 tile has
-// no Pf kernels: on the Intel machine where it was measured (Sapphire
-// Rapids, weights streaming from the L3) a decoding step took 9% longer
-// with the prefetches than with the hardware prefetcher alone.
+// same with the next B panels prefetched (suffix Pf): the next panel for
+// the AVX2 tile, the next pair for the AVX-512 one.
 func rowKernels(t tile) {
-	variants := []bool{false, true}
-	if t.panels > 1 {
-		variants = variants[:1]
-	}
-	for _, pf := range variants {
-		for h := mr; h >= 1; h-- {
+	for _, pf := range []bool{false, true} {
+		for h := t.maxRows; h >= 1; h-- {
 			name := t.name + "Rows"
 			doc := []string{
 				fmt.Sprintf("%s is %s with A read in place: row i of the tile's A at a + i·lda", name, t.name),
@@ -174,7 +177,7 @@ func rowKernels(t tile) {
 				doc[0] = fmt.Sprintf("%s is %sRows on bfloat16 B panels (kc steps of 16 bf16 values),", name, strings.Replace(t.name, "BF16", "", 1))
 				doc[1] = "each widened to float32 in a register: the same FMAs on the same values."
 			}
-			if h < mr {
+			if h != mr {
 				name = fmt.Sprintf("%sRows%d", t.name, h)
 				doc = []string{fmt.Sprintf("%s is %sRows for a tile of %d rows (%d rows of A and of C).", name, t.name, h, h)}
 			}
@@ -191,19 +194,23 @@ func rowKernels(t tile) {
 			row0 := Load(Param("a"), RSI)
 			lda := Load(Param("lda"), R10)
 			SHLQ(U8(2), lda) // bytes per row of A
-			row3 := R9
-			LEAQ(Mem{Base: row0, Index: lda, Scale: 2}, row3)
-			ADDQ(lda, row3) // row3 = row0 + 3·lda
+			// Row bases: rows 0, 3, 6 and 9; the rows between by lda·1,
+			// lda·2. (RBX and RDX are free until storeTile loads c.)
+			bases := []Register{row0, R9, RBX, RDX}[:(h+2)/3]
+			for i := 1; i < len(bases); i++ {
+				LEAQ(Mem{Base: bases[i-1], Index: lda, Scale: 2}, bases[i])
+				ADDQ(lda, bases[i]) // row 3i = row 3(i−1) + 3·lda
+			}
 			kernelBody(t, h, pf, func(s, i int) Mem {
-				base := []Register{row0, row3}[i/3]
-				m := Mem{Base: base, Disp: 4 * s}
+				m := Mem{Base: bases[i/3], Disp: 4 * s}
 				if i%3 > 0 {
 					m.Index, m.Scale = lda, uint8(i%3)
 				}
 				return m
 			}, func(steps int) {
-				ADDQ(U32(4*steps), row0)
-				ADDQ(U32(4*steps), row3)
+				for _, r := range bases {
+					ADDQ(U32(4*steps), r)
+				}
 			})
 		}
 	}
@@ -392,7 +399,8 @@ func transpose8Of(rows int, half, pairs, prefetch bool, count string, store func
 // aAt(s, i) is the address of A's row i at k step s from the current
 // position; advance(n) moves the A position n steps on. With prefetch, each
 // k step also prefetches the line of the next B panel (the one kc·nr
-// floats on) at the same place: a decoding step multiplies
+// floats on; for a pair, of the next two) at the same place: a decoding
+// step multiplies
 // its few rows by weights that come from memory, one panel after another,
 // and the hardware prefetcher alone left the kernel waiting on them (20%
 // faster on weights that do not fit the L3; 5–8% slower on weights that
@@ -407,6 +415,24 @@ func kernelBody(t tile, rows int, prefetch bool, aAt func(s, i int) Mem, advance
 	if t.panels > 1 || prefetch {
 		MOVQ(kc, panel)
 		SHLQ(U8(map[int]uint8{32: 5, 64: 6}[bRow]), panel)
+	}
+	// next holds the offsets of the panels to prefetch from the current
+	// ones: the next panel, or for a pair the two after it (2·panel and
+	// 3·panel on). A pair's lines go to the L2 only (PREFETCHT2): on the
+	// Zen 5 VM a cold 16-row product streamed its weights 20–30% faster
+	// than with PREFETCHT0, which holds one of the L1's few outstanding
+	// misses per line until it lands.
+	var next []Mem
+	fetch := PREFETCHT0
+	if prefetch {
+		next = []Mem{{Base: pb, Index: panel, Scale: 1}}
+		if t.panels > 1 {
+			fetch = PREFETCHT2
+			two, three := R12, R13
+			LEAQ(Mem{Base: panel, Index: panel, Scale: 1}, two)
+			LEAQ(Mem{Base: two, Index: panel, Scale: 1}, three)
+			next = []Mem{{Base: pb, Index: two, Scale: 1}, {Base: pb, Index: three, Scale: 1}}
+		}
 	}
 	// bAt is the address of vector v of B's row at k step s.
 	bAt := func(s, v int) Mem {
@@ -423,20 +449,28 @@ func kernelBody(t tile, rows int, prefetch bool, aAt func(s, i int) Mem, advance
 	acc := t.acc[:2*rows]
 	for _, r := range acc {
 		// A VEX-encoded XMM operation zeroes the rest of the register, ZMM
-		// included (VXORPS on ZMM itself would need AVX-512DQ).
-		x := r
-		if t.vecBytes > 32 {
-			x = r.AsX().(VecPhysical)
+		// included (VXORPS on ZMM itself would need AVX-512DQ); no VEX
+		// encoding reaches Z16–Z31.
+		switch {
+		case t.vecBytes == 32:
+			VXORPS(r, r, r)
+		case r.PhysicalIndex() < 16:
+			x := r.AsX().(VecPhysical)
+			VXORPS(x, x, x)
+		default:
+			VPXORD(r, r, r)
 		}
-		VXORPS(x, x, x)
 	}
 
 	// step emits one k step at offset s (in k steps) from the current
 	// positions.
 	step := func(s int) {
-		// One prefetch per 64-byte line of the next panel.
-		if prefetch && (bRow*s)%64 == 0 {
-			PREFETCHT0(Mem{Base: pb, Index: panel, Scale: 1, Disp: bRow * s})
+		// One prefetch per 64-byte line of each next panel.
+		if (bRow*s)%64 == 0 {
+			for _, m := range next {
+				m.Disp = bRow * s
+				fetch(m)
+			}
 		}
 		for v := range t.b {
 			if t.half {
