@@ -31,7 +31,8 @@ func sameBits(t *testing.T, what string, got, want []float32) {
 // in place and the streaming ones (m ≤ 24), k across kcMax and past the
 // last multiple of 16, columns with and without whole pairs of panels,
 // and the parallel path.
-var bf16Shapes = [][3]int{{1, 17, 33}, {3, 40, 16}, {2, 64, 300}, {4, 100, 7}, {16, 352, 128}, {13, 31, 300}, {24, 80, 257}, {64, 512, 128}, {200, 48, 70}}
+var bf16Shapes = [][3]int{{1, 17, 33}, {3, 40, 16}, {2, 64, 300}, {4, 100, 7}, {16, 352, 128}, {13, 31, 300}, {24, 80, 257}, {64, 512, 128}, {200, 48, 70},
+	{7, 64, 70}, {10, 64, 70}, {23, 64, 70}}
 
 // TestSgemmBF16MatchesWidened: a product of bf16 operands equals Sgemm
 // on the widened values bit for bit, with every kernel this machine has,

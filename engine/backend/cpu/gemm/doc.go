@@ -29,7 +29,8 @@
 // rows — products whose B panels each arrive from memory for a few tiles —
 // the in-place kernels also prefetch the next B panel (the Pf variants),
 // and with AVX-512 take tiles of up to mrTall = 12 rows, as even as the
-// rows allow (16 rows as 8 + 8; decision 60).
+// rows allow (16 rows as 8 + 8; decision 60), where C's merge is a copy
+// or an addition (beta 0 or 1) and the rows do not crowd one L1 set.
 // Such a product by a B not packed beforehand (a decoding step on weights
 // read where they are stored, decision 59) packs B one panel at a time,
 // multiplying it while it is in L1, and the packing prefetches the
@@ -115,10 +116,12 @@
 // On Sapphire Rapids (2 vCPUs) the 6×32 kernel alone runs at 160–183
 // GFLOP/s per core against the 6×16 one's 110–118. Its Pf twins prefetch
 // the next pair of panels into the L2 only (PREFETCHT2; decision 60): on
-// the Zen 5 VM a toy decoding step's 16-row products by weights from
-// memory ran 20–30% faster with them, the base preset's decoding 10–25%.
-// (On Sapphire Rapids, with the weights in its L3 and PREFETCHT0, a
-// decoding step had been 9% slower with prefetches.)
+// the Zen 5 VM 16-row products by weights from memory (the toy presets'
+// decoding shapes) ran 20–30% faster with them than without (10% with
+// PREFETCHT0), and with the taller tiles the base preset's decoding took
+// 14–16% less time. (On Sapphire Rapids, with the weights in its L3 and
+// PREFETCHT0, a decoding step had been 9% slower with prefetches;
+// PREFETCHT2 is measured on Zen 5 only.)
 //
 // # Tuning constants
 //

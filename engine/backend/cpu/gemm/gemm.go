@@ -78,7 +78,8 @@ const (
 	// kernel prefetches the next B panel (the Pf kernels): measured on a
 	// decoding step's products (16 rows, 256–704 deep), 20% faster when
 	// the weights come from memory, 5–8% slower when they sit in the L3,
-	// as a large product's panels do.
+	// as a large product's panels do. Such blocks also take the AVX-512
+	// tiles of up to mrTall rows (see macro).
 	streamRows = 4 * mr
 
 	// DotMaxRows is the most rows of A·Bᵀ computed as dot products of
@@ -348,9 +349,9 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 		return
 	}
 	kb := kBlock(g.k)
-	rows := useAsm && !g.transA && !crowdedRows(g.lda)
+	rows := useAsm && !g.transA && !crowdedRows(g.lda, mr)
 	if g.a16 != nil {
-		rows = useAsm && !g.transA && !crowdedRows(kb) // widenA's rows are kc apart
+		rows = useAsm && !g.transA && !crowdedRows(kb, mr) // widenA's rows are kc apart
 	}
 	// Panel by panel only with A read in place, once for all panels (a
 	// packed or widened A block would be made again for each).
@@ -459,15 +460,16 @@ func (g *problem) tileDots(i0, m, j0, n int) {
 	}
 }
 
-// crowdedRows reports whether more than three of a tile's mr rows of A, lda
+// crowdedRows reports whether more than three of a tile's n rows of A, lda
 // floats apart, fall into the same set of a 4 KiB-periodic L1 (Zen 3: 64
 // sets of 64-byte lines, 8 ways). Read in place, such rows (lda a multiple
-// of 1024, say) evict each other and the B panel; packing A is then cheaper.
-func crowdedRows(lda int) bool {
+// of 1024, say) evict each other and the B panel; packing A is then cheaper
+// (n = mr), or tiles of mr rows (n = mrTall, see macro).
+func crowdedRows(lda, n int) bool {
 	const period, line = 4096, 64
-	for i := 0; i < mr; i++ {
+	for i := 0; i < n; i++ {
 		same := 0
-		for j := 0; j < mr; j++ {
+		for j := 0; j < n; j++ {
 			d := ((j - i) * lda * 4) % period
 			if d < 0 {
 				d += period
@@ -503,7 +505,7 @@ func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, 
 		if useAsm && useWide && jr+2*nr <= nc {
 			span = 2 * nr
 		}
-		if rows && span > nr && mc <= streamRows && (beta == 0 || beta == 1) {
+		if rows && span > nr && mc <= streamRows && (beta == 0 || beta == 1) && !crowdedRows(ald, mrTall) {
 			// A block of a few rows (a decoding step's) goes to the
 			// AVX-512 in-place kernels of up to mrTall rows, in tiles as
 			// even as the rows allow: 16 rows as 8 + 8, where 6 + 6 + 4
@@ -513,7 +515,9 @@ func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, 
 			// (Taller tiles made a training step 3–5% slower.) Not for
 			// other betas: a row of a whole mr-row tile gets the kernel's
 			// merge, one of a partial tile microTile's (see there), and
-			// this tiling would change which rows are which.
+			// this tiling would change which rows are which. Nor for rows
+			// that would crowd one set of the L1 (lda of 512 floats: 6 of
+			// 12 rows).
 			tiles := (mc + mrTall - 1) / mrTall
 			for t := 0; t < tiles; t++ {
 				ir, end := t*mc/tiles, (t+1)*mc/tiles
@@ -528,7 +532,8 @@ func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, 
 	}
 }
 
-// microTile computes the tile of h ≤ mr rows at row ir and w ≤ span
+// microTile computes the tile of h ≤ mr rows (≤ mrTall with rows and
+// span 2·nr, see macro) at row ir and w ≤ span
 // columns at column jr of the block at (i0, j0) with the kernel span
 // columns wide (nr, or 2·nr with useWide). With rows, A is read in place
 // from av (ap unused), h rows by a kernel of that many rows. A tile that is not
@@ -561,7 +566,7 @@ func (g *problem) microTile(ws *workspace, ap, av []float32, ald int, bp []float
 		}
 	}
 	off := (i0+ir)*g.ldc + j0 + jr
-	// A kernel reading h < mr rows of A in place writes h rows of C: it may
+	// A kernel reading h ≠ mr rows of A in place writes h rows of C: it may
 	// write them itself when its FMA merge rounds as the one below, that is
 	// for beta 0 (a copy) and 1 (round(C + alpha·acc) either way).
 	if w == span && (h == mr || rows && (beta == 0 || beta == 1)) {
@@ -602,7 +607,7 @@ type workspace struct {
 	dpA   []uint16               // a block of A, pairs swapped (swapA)
 	dpAll []uint16               // all of A, pairs swapped (swapAll)
 	dpB   []uint16               // a block of op(B) in DP panels (panelsDP)
-	edge  [mrDP * 2 * nr]float32 // one tile, nr or 2·nr wide (up to mrDP = mrTall rows)
+	edge  [max(mrDP, mrTall) * 2 * nr]float32 // one tile, nr or 2·nr wide (up to mrDP or mrTall rows)
 }
 
 // workspaces is the free list. It keeps at most maxFree workspaces between

@@ -39,7 +39,7 @@ func TestWideKernelsMatchNarrow(t *testing.T) {
 	}
 	defer func() { useWide = true }()
 	r := rand.New(rand.NewPCG(11, 12))
-	ms := []int{1, 2, 3, 4, 5, 6, 7, 11, 16, 24, 31, 200}
+	ms := []int{1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 16, 20, 24, 31, 200}
 	ns := []int{16, 31, 32, 33, 48, 64, 80, 100, 1030}
 	ks := []int{1, 7, 64, 257, 600}
 	betas := []float32{0, 1, 0.3}
@@ -354,8 +354,12 @@ func TestCrowdedRows(t *testing.T) {
 		lda  int
 		want bool
 	}{{128, false}, {256, false}, {512, false}, {1024, true}, {1020, true}, {2048, true}, {1000, false}, {4096 + 4, true}} {
-		if got := crowdedRows(c.lda); got != c.want {
-			t.Errorf("crowdedRows(%d) = %v, want %v", c.lda, got, c.want)
+		if got := crowdedRows(c.lda, mr); got != c.want {
+			t.Errorf("crowdedRows(%d, mr) = %v, want %v", c.lda, got, c.want)
 		}
+	}
+	// Twelve rows: 1 KiB apart, three share a set; 2 KiB apart, six.
+	if crowdedRows(256, mrTall) || !crowdedRows(512, mrTall) {
+		t.Errorf("crowdedRows(256, mrTall) = %v, crowdedRows(512, mrTall) = %v: want false, true", crowdedRows(256, mrTall), crowdedRows(512, mrTall))
 	}
 }

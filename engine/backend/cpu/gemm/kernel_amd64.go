@@ -80,8 +80,8 @@ func kernelWide(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 	kernelAVX512(kc, &a[0], &b[0], &c[0], ldc, alpha, beta)
 }
 
-// kernelRowsWide is kernelRows for a tile of h×2nr (see kernelWide); with
-// stream it prefetches the next pair of panels.
+// kernelRowsWide is kernelRows for a tile of h×2nr, h ≤ mrTall (see
+// kernelWide); with stream it prefetches the next pair of panels.
 func kernelRowsWide(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32, stream bool) {
 	_ = a[(h-1)*lda+kc-1] // the assembly does no bounds checks
 	_ = b[2*nr*kc-1]

@@ -100,9 +100,9 @@ func main() {
 // panels (the second kc·16 floats after the first): a row's two ZMM
 // registers are the 16 columns of each panel. Either way each element of C
 // is one chain of FMAs over k in order, then the same multiply by alpha and
-// FMA with beta·C, so the two give the same bits. Both fit the 16 vector
-// registers that VZEROUPPER cleans: 12 accumulators, 2 B vectors, 2
-// broadcasts; at 12 chains per 8 loads the 512-bit one keeps both of an
+// FMA with beta·C, so the two give the same bits. Tiles of up to 6 rows
+// fit the 16 vector registers that VZEROUPPER cleans: 12 accumulators, 2 B
+// vectors, 2 broadcasts; at 12 chains per 8 loads the 512-bit one keeps both of an
 // Intel core's 512-bit FMA pipes busy (4-cycle latency: 8 in flight).
 // The AVX-512 in-place kernels (rowKernels) also come in 7 to 12 rows
 // (maxRows), their further sums in Z16–Z27, for the blocks of a few rows
@@ -161,10 +161,11 @@ func packedKernel(t tile) {
 }
 
 // rowKernels emits t's kernels reading A in place, for 6 rows (suffix
-// Rows) and, for the last rows of a product whose row count is not a
-// multiple of 6, 1–5 rows (Rows1 … Rows5); then, for the AVX2 tile, the
-// same with the next B panels prefetched (suffix Pf): the next panel for
-// the AVX2 tile, the next pair for the AVX-512 one.
+// Rows) and every other count up to t.maxRows (RowsN: 1–5 for the last
+// rows of a product whose row count is not a multiple of 6, and for the
+// AVX-512 tile 7–12, see tile); then the same with the next B panels
+// prefetched (suffix Pf): the next panel for the AVX2 tile, the next pair
+// for the AVX-512 one.
 func rowKernels(t tile) {
 	for _, pf := range []bool{false, true} {
 		for h := t.maxRows; h >= 1; h-- {
@@ -394,7 +395,7 @@ func transpose8Of(rows int, half, pairs, prefetch bool, count string, store func
 }
 
 // kernelBody emits the loop and the store of a kernel of tile t with the
-// given number of rows (≤ mr; each row's FMAs are the same whatever the
+// given number of rows (≤ t.maxRows; each row's FMAs are the same whatever the
 // number, so a short tile gives the bits of the same rows in a full one).
 // aAt(s, i) is the address of A's row i at k step s from the current
 // position; advance(n) moves the A position n steps on. With prefetch, each
@@ -409,7 +410,7 @@ func kernelBody(t tile, rows int, prefetch bool, aAt func(s, i int) Mem, advance
 	kc := Load(Param("kc"), RCX)
 	pb := Load(Param("b"), RDI)
 	// panel is the bytes from one B panel to the next (kc·nr floats), for
-	// a tile of two panels or for the prefetch (tiles of one panel only).
+	// a tile of two panels or for the prefetch.
 	panel := R11
 	bRow := t.bElem() * nr // bytes of one k step of a panel
 	if t.panels > 1 || prefetch {
@@ -420,8 +421,8 @@ func kernelBody(t tile, rows int, prefetch bool, aAt func(s, i int) Mem, advance
 	// ones: the next panel, or for a pair the two after it (2·panel and
 	// 3·panel on). A pair's lines go to the L2 only (PREFETCHT2): on the
 	// Zen 5 VM a cold 16-row product streamed its weights 20–30% faster
-	// than with PREFETCHT0, which holds one of the L1's few outstanding
-	// misses per line until it lands.
+	// than without prefetches, where PREFETCHT0, which holds one of the
+	// L1's few outstanding misses per line until it lands, gained 10%.
 	var next []Mem
 	fetch := PREFETCHT0
 	if prefetch {
@@ -964,7 +965,7 @@ func combineKernels() {
 // the float32 Pf kernels do (see kernelBody): for products of few rows,
 // whose weights stream from memory once.
 func dpKernels() {
-	acc := append(append([]VecPhysical{}, avx512.acc...), Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
+	acc := avx512.acc // Z0–Z11, then Z16–Z27
 	t := tile{name: "kernelDP", acc: acc, b: avx512.b, bc: avx512.bc, vecBytes: 64, panels: 2, isa: "AVX-512F and AVX512_BF16"}
 	for _, prefetch := range []bool{false, true} {
 		for h := mrDP; h >= 1; h-- {
