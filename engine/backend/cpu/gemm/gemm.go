@@ -601,12 +601,12 @@ func (g *problem) mergeEdge(off int, edge []float32, span, h, w int, beta float3
 // every collection.
 type workspace struct {
 	a, b  []float32
-	wa    []float32              // a block of a bf16 A widened (widenA)
-	wide  []float32              // bf16 panels widened (see tile)
-	dp    []uint16               // all of op(B) in DP panels (prepackDP)
-	dpA   []uint16               // a block of A, pairs swapped (swapA)
-	dpAll []uint16               // all of A, pairs swapped (swapAll)
-	dpB   []uint16               // a block of op(B) in DP panels (panelsDP)
+	wa    []float32                           // a block of a bf16 A widened (widenA)
+	wide  []float32                           // bf16 panels widened (see tile)
+	dp    []uint16                            // all of op(B) in DP panels (prepackDP)
+	dpA   []uint16                            // a block of A, pairs swapped (swapA)
+	dpAll []uint16                            // all of A, pairs swapped (swapAll)
+	dpB   []uint16                            // a block of op(B) in DP panels (panelsDP)
 	edge  [max(mrDP, mrTall) * 2 * nr]float32 // one tile, nr or 2·nr wide (up to mrDP or mrTall rows)
 }
 
