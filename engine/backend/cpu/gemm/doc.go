@@ -38,9 +38,11 @@
 // changes a bit: every element of C sums over the same k blocks in the
 // same order whatever the blocking of rows and columns.
 // Packing a transposed B (A·Bᵀ) goes through 8×8 register transposes
-// (packTrans8, generated with the kernels) instead of a scalar scatter, and
-// a full panel of a transposed A (Aᵀ·B: weight gradients, attention's dK and
-// dV) through packCols6.
+// (packTrans8, generated with the kernels) instead of a scalar scatter. A
+// transposed A (Aᵀ·B: weight gradients, attention's dK and dV) is read in
+// place by the Cols kernels, whose k step's values for a tile's 6 rows are
+// consecutive (decision 61); packCols6 still packs the widened blocks of
+// a transposed bf16 A.
 //
 // A·Bᵀ with at most DotMaxRows rows — a decoding step, x·Wᵀ for one to three
 // sequences — packs nothing: dot4 takes dot products of the stored rows,

@@ -210,6 +210,10 @@ func (g *problem) trivial() bool {
 	return true
 }
 
+// colsInPlace lets a transposed A be read in place (the Cols kernels);
+// tests switch it off to compare with packing it.
+var colsInPlace = true
+
 // parallel computes C on the worker pool, one chunk of the partition grid
 // (chunks of about chunkFlops) per loop index.
 func (g *problem) parallel(chunkFlops int) {
@@ -338,7 +342,8 @@ func kBlock(k int) int {
 // When A is not transposed and the assembly kernel is in use, A is read
 // where it is stored (kernelRows), a last partial panel of rows included:
 // packing A would cost about as much as the arithmetic when n is small
-// (attention's A·V, n = head size) or m is (a decoding step).
+// (attention's A·V, n = head size) or m is (a decoding step). A
+// transposed A is read in place as well (kernelCols).
 func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 	if g.dots() {
 		g.tileDots(i0, m, j0, n)
@@ -353,6 +358,12 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 	if g.a16 != nil {
 		rows = useAsm && !g.transA && !crowdedRows(kb, mr) // widenA's rows are kc apart
 	}
+	// A transposed A is read in place too (the Cols kernels: a k step's
+	// values for a tile's rows are consecutive), unless it is bf16
+	// (widened by blocks). Packing it, a weight gradient's dYᵀ over
+	// thousands of tokens, read a line per 6 values, again for every
+	// panel: dW products ran 10–30% slower (decision 61).
+	cols := useAsm && colsInPlace && g.transA && g.a16 == nil
 	// Panel by panel only with A read in place, once for all panels (a
 	// packed or widened A block would be made again for each).
 	step, each := ncMax, g.panelByPanel(m) && rows && g.a16 == nil
@@ -396,12 +407,14 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 					}
 				case rows:
 					av = g.a[(i0+ic)*g.lda+pc:]
+				case cols:
+					av = g.a[pc*g.lda+i0+ic:] // op(A)[i][p] = a[p·lda + i]
 				default:
 					ap = ws.packA(g, i0+ic, mc, pc, kc)
 				}
 				// Panel by panel, the packed panel is all there is: no next
 				// one for the kernels to prefetch.
-				g.macro(ws, ap, av, ald, bp, bp16, i0+ic, mc, j0+jc, nc, kc, beta, rows, mc <= streamRows && !each)
+				g.macro(ws, ap, av, ald, bp, bp16, i0+ic, mc, j0+jc, nc, kc, beta, rows, cols, mc <= streamRows && !each)
 			}
 		}
 	}
@@ -499,7 +512,7 @@ func crowdedRows(lda, n int) bool {
 // With stream (set for at most streamRows rows of B panels packed
 // beforehand) each B panel serves a few tiles only, right after it
 // arrives from memory, and the kernels prefetch the next.
-func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, bp16 []uint16, i0, mc, j0, nc, kc int, beta float32, rows, stream bool) {
+func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, bp16 []uint16, i0, mc, j0, nc, kc int, beta float32, rows, cols, stream bool) {
 	for jr := 0; jr < nc; {
 		span := nr
 		if useAsm && useWide && jr+2*nr <= nc {
@@ -521,11 +534,11 @@ func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, 
 			tiles := (mc + mrTall - 1) / mrTall
 			for t := 0; t < tiles; t++ {
 				ir, end := t*mc/tiles, (t+1)*mc/tiles
-				g.microTile(ws, ap, av, ald, bp, bp16, i0, ir, end-ir, j0, jr, min(span, nc-jr), span, kc, beta, rows, stream)
+				g.microTile(ws, ap, av, ald, bp, bp16, i0, ir, end-ir, j0, jr, min(span, nc-jr), span, kc, beta, rows, false, stream)
 			}
 		} else {
 			for ir := 0; ir < mc; ir += mr {
-				g.microTile(ws, ap, av, ald, bp, bp16, i0, ir, min(mr, mc-ir), j0, jr, min(span, nc-jr), span, kc, beta, rows, stream)
+				g.microTile(ws, ap, av, ald, bp, bp16, i0, ir, min(mr, mc-ir), j0, jr, min(span, nc-jr), span, kc, beta, rows, cols, stream)
 			}
 		}
 		jr += span
@@ -540,7 +553,7 @@ func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, 
 // whole is computed into the workspace's scratch tile and the part inside
 // merged back, as alpha·acc + beta·C rounded twice (the kernels' own
 // merge is one FMA): the same bits whichever width computed it.
-func (g *problem) microTile(ws *workspace, ap, av []float32, ald int, bp []float32, bp16 []uint16, i0, ir, h, j0, jr, w, span, kc int, beta float32, rows, stream bool) {
+func (g *problem) microTile(ws *workspace, ap, av []float32, ald int, bp []float32, bp16 []uint16, i0, ir, h, j0, jr, w, span, kc int, beta float32, rows, cols, stream bool) {
 	var bpan []float32
 	var bpan16 []uint16
 	if bp16 != nil {
@@ -559,6 +572,8 @@ func (g *problem) microTile(ws *workspace, ap, av []float32, ald int, bp []float
 			kernelRowsWide(h, kc, av[ir*ald:], ald, bpan, c, ldc, g.alpha, beta, stream)
 		case rows:
 			kernelRows(h, kc, av[ir*ald:], ald, bpan, c, ldc, g.alpha, beta, stream)
+		case cols:
+			kernelCols(h, kc, av[ir:], ald, bpan, c, ldc, g.alpha, beta, span > nr)
 		case span > nr:
 			kernelWide(kc, ap[ir*kc:ir*kc+mr*kc], bpan, c, ldc, g.alpha, beta)
 		default:
@@ -569,7 +584,7 @@ func (g *problem) microTile(ws *workspace, ap, av []float32, ald int, bp []float
 	// A kernel reading h ≠ mr rows of A in place writes h rows of C: it may
 	// write them itself when its FMA merge rounds as the one below, that is
 	// for beta 0 (a copy) and 1 (round(C + alpha·acc) either way).
-	if w == span && (h == mr || rows && (beta == 0 || beta == 1)) {
+	if w == span && (h == mr || (rows || cols) && (beta == 0 || beta == 1)) {
 		run(g.c[off:], g.ldc, beta)
 		return
 	}

@@ -244,9 +244,10 @@ func TestSgemmNothingToSum(t *testing.T) {
 // TestSgemmRowsMatchPackedA: reading A in place (kernelAVX2Rows and its
 // 1–5-row variants for the last tile, with the prefetching Pf variants up to
 // streamRows rows; their AVX-512 twins) gives the bits of the packed-A
-// kernel, reached here through the same product with A stored transposed:
-// also where a short tile of rows in place writes C itself (beta 0 and 1)
-// and the packed one goes through the scratch tile.
+// kernel, reached here through the same product with A stored transposed
+// and colsInPlace off; and so does reading the transposed A in place (the
+// Cols kernels): also where a short tile of rows in place writes C itself
+// (beta 0 and 1) and the packed one goes through the scratch tile.
 func TestSgemmRowsMatchPackedA(t *testing.T) {
 	if !useAsm {
 		t.Skip("no assembly kernel")
@@ -272,13 +273,17 @@ func rowsMatchPackedA(t *testing.T, beta float32) {
 				at[p*m+i] = a[i*k+p]
 			}
 		}
-		c0, c1 := randMatrix(r, m*n), make([]float32, m*n)
+		c0, c1, c2 := randMatrix(r, m*n), make([]float32, m*n), make([]float32, m*n)
 		copy(c1, c0)
+		copy(c2, c0)
 		SgemmSerial(false, false, m, n, k, 0.5, a, k, b, n, beta, c0, n)
 		SgemmSerial(true, false, m, n, k, 0.5, at, m, b, n, beta, c1, n)
+		colsInPlace = false
+		SgemmSerial(true, false, m, n, k, 0.5, at, m, b, n, beta, c2, n)
+		colsInPlace = true
 		for i := range c0 {
-			if math.Float32bits(c0[i]) != math.Float32bits(c1[i]) {
-				t.Fatalf("m=%d beta=%v: C[%d] = %v (A in place), %v (A packed)", m, beta, i, c0[i], c1[i])
+			if math.Float32bits(c0[i]) != math.Float32bits(c2[i]) || math.Float32bits(c1[i]) != math.Float32bits(c2[i]) {
+				t.Fatalf("m=%d beta=%v: C[%d] = %v (A in place), %v (transposed A in place), %v (A packed)", m, beta, i, c0[i], c1[i], c2[i])
 			}
 		}
 	}

@@ -71,6 +71,35 @@ func kernelRows(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha,
 	k(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 }
 
+// kernelCols is kernelRows for a transposed A read in place: row i of the
+// tile at k step p is a[p·lda + i], h ≤ mr rows (the Cols kernels); with
+// wide, two panels of B (2·nr columns).
+func kernelCols(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32, wide bool) {
+	span := nr
+	if wide {
+		span = 2 * nr
+	}
+	_ = a[(kc-1)*lda+h-1] // the assembly does no bounds checks
+	_ = b[span*kc-1]
+	_ = c[(h-1)*ldc+span-1]
+	k := colKernels[h]
+	if wide {
+		k = wideColKernels[h]
+	}
+	k(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+}
+
+// colKernels[h] and wideColKernels[h] are the kernels for h rows of a
+// transposed A read in place, one and two panels wide.
+var (
+	colKernels = [mr + 1]rowKernel{
+		1: kernelAVX2Cols1, 2: kernelAVX2Cols2, 3: kernelAVX2Cols3, 4: kernelAVX2Cols4, 5: kernelAVX2Cols5, 6: kernelAVX2Cols,
+	}
+	wideColKernels = [mr + 1]rowKernel{
+		1: kernelAVX512Cols1, 2: kernelAVX512Cols2, 3: kernelAVX512Cols3, 4: kernelAVX512Cols4, 5: kernelAVX512Cols5, 6: kernelAVX512Cols,
+	}
+)
+
 // kernelWide is kernel for a tile of mr×2nr: b holds two adjacent packed
 // panels (2·nr·kc floats), c receives 2·nr columns. It needs useWide.
 func kernelWide(kc int, a, b, c []float32, ldc int, alpha, beta float32) {

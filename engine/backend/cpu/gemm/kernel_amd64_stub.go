@@ -58,6 +58,31 @@ func kernelAVX2Rows2Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc 
 // Requires AVX2 and FMA.
 func kernelAVX2Rows1Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
+// kernelAVX2Cols is kernelAVX2 with a transposed A read in place: the tile's row i at k step p
+// at a + p·lda + i (lda in elements).
+// Requires AVX2 and FMA.
+func kernelAVX2Cols(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Cols5 is kernelAVX2Cols for a tile of 5 rows (5 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2Cols5(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Cols4 is kernelAVX2Cols for a tile of 4 rows (4 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2Cols4(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Cols3 is kernelAVX2Cols for a tile of 3 rows (3 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2Cols3(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Cols2 is kernelAVX2Cols for a tile of 2 rows (2 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2Cols2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX2Cols1 is kernelAVX2Cols for a tile of 1 rows (1 rows of A and of C).
+// Requires AVX2 and FMA.
+func kernelAVX2Cols1(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
 // kernelAVX512 computes the 6×32 tile C = alpha·(packed A panel)·(two adjacent packed B
 // panels) + beta·C over kc steps, each element with the FMAs of kernelAVX2, in the same
 // order; C is read only when beta != 0. ldc is in elements.
@@ -160,6 +185,31 @@ func kernelAVX512Rows2Pf(kc int, a *float32, lda int, b *float32, c *float32, ld
 // kernelAVX512Rows1Pf is kernelAVX512Rows1 that also prefetches the next B panels (kc·32 values on).
 // Requires AVX-512F.
 func kernelAVX512Rows1Pf(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Cols is kernelAVX512 with a transposed A read in place: the tile's row i at k step p
+// at a + p·lda + i (lda in elements).
+// Requires AVX-512F.
+func kernelAVX512Cols(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Cols5 is kernelAVX512Cols for a tile of 5 rows (5 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Cols5(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Cols4 is kernelAVX512Cols for a tile of 4 rows (4 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Cols4(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Cols3 is kernelAVX512Cols for a tile of 3 rows (3 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Cols3(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Cols2 is kernelAVX512Cols for a tile of 2 rows (2 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Cols2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// kernelAVX512Cols1 is kernelAVX512Cols for a tile of 1 rows (1 rows of A and of C).
+// Requires AVX-512F.
+func kernelAVX512Cols1(kc int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
 // kernelAVX2BF16Rows is kernelAVX2Rows on bfloat16 B panels (kc steps of 16 bf16 values),
 // each widened to float32 in a register: the same FMAs on the same values.

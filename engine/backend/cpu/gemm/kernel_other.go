@@ -31,6 +31,11 @@ func kernel(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 	kernelGo(kc, a, b, c, ldc, alpha, beta)
 }
 
+// kernelCols is only called when useAsm is set, which it never is here.
+func kernelCols(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32, wide bool) {
+	panic("gemm: kernelCols without an assembly kernel")
+}
+
 // kernelRows is only called when useAsm is set, which it never is here.
 func kernelRows(h, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32, stream bool) {
 	panic("gemm: kernelRows without an assembly kernel")

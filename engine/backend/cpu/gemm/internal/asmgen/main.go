@@ -20,6 +20,9 @@
 // at the bottom of such an A (a decoding step's 16 rows end in a tile of 4:
 // packing it, and computing 6 rows for 4, took a quarter of the product);
 // the AVX-512 ones go on to 12 rows (kernelAVX512Rows7 … Rows12).
+// kernelAVX2Cols … (and kernelAVX512Cols …) read a transposed A in place:
+// the tile's values at a k step are consecutive there, the next step's lda
+// on (a weight gradient's dYᵀ, which packing read a line per 6 values of).
 // The Pf variants of the in-place kernels also prefetch the next B panel
 // (the next pair for kernelAVX512…), for products of so few rows that B
 // streams from memory once. All, of
@@ -57,6 +60,7 @@ func main() {
 	)
 	packedKernel(avx2)
 	rowKernels(avx2)
+	colKernels(avx2)
 
 	TEXT("kernelAVX512", NOSPLIT, "func(kc int, a, b, c *float32, ldc int, alpha, beta float32)")
 	Doc(
@@ -67,6 +71,7 @@ func main() {
 	)
 	packedKernel(avx512)
 	rowKernels(avx512)
+	colKernels(avx512)
 
 	// The same in-place kernels on bfloat16 B panels (SgemmPacked of a
 	// PackedB in bf16): each 16-bit value is widened in a register, which
@@ -214,6 +219,52 @@ func rowKernels(t tile) {
 				}
 			})
 		}
+	}
+}
+
+// colKernels emits t's kernels reading a transposed A in place, for 6 rows
+// of op(A) (suffix Cols) and the 1–5 left at the bottom (Cols1 … Cols5):
+// op(A)[i][p] = a[p·lda + i], so a k step's values for the tile's rows are
+// consecutive, and the next step's are lda on. A weight gradient's
+// product, dYᵀ·X over thousands of tokens, then needs no packing of dY:
+// packing it (packCols6) read a line of its own for every 6 values, again
+// for each panel, and cost about two thirds of the arithmetic.
+func colKernels(t tile) {
+	for h := mr; h >= 1; h-- {
+		name := t.name + "Cols"
+		doc := []string{
+			fmt.Sprintf("%s is %s with a transposed A read in place: the tile's row i at k step p", name, t.name),
+			"at a + p·lda + i (lda in elements).",
+		}
+		if h < mr {
+			name = fmt.Sprintf("%sCols%d", t.name, h)
+			doc = []string{fmt.Sprintf("%s is %sCols for a tile of %d rows (%d rows of A and of C).", name, t.name, h, h)}
+		}
+		TEXT(name, NOSPLIT, "func(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)")
+		Doc(append(doc, "Requires "+t.isa+".")...)
+		pa := Load(Param("a"), RSI)
+		lda := Load(Param("lda"), R10)
+		SHLQ(U8(2), lda) // bytes per k step of A
+		lda3 := R9
+		LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
+		kernelBody(t, h, false, func(s, i int) Mem {
+			m := Mem{Base: pa, Disp: 4 * i}
+			switch s {
+			case 1, 2:
+				m.Index, m.Scale = lda, uint8(s)
+			case 3:
+				m.Index, m.Scale = lda3, 1
+			}
+			return m
+		}, func(steps int) {
+			if steps == 4 {
+				LEAQ(Mem{Base: pa, Index: lda, Scale: 4}, pa)
+				return
+			}
+			for range steps {
+				ADDQ(lda, pa)
+			}
+		})
 	}
 }
 
