@@ -19,7 +19,7 @@
 // into a scratch tile and its inside part merged back.
 //
 // When A is not transposed (A·B and A·Bᵀ, the forward pass and dX) the
-// assembly path does not pack A at all: a second kernel (kernelAVX2Rows)
+// assembly path does not pack A at all, nor mostly when it is (below): a second kernel (kernelAVX2Rows)
 // broadcasts straight from the 6 stored rows, and kernels of 1–5 rows take
 // the rows left at the bottom. Packing A costs about one copy per element
 // of A, which is as much as the arithmetic when n is small (n = 32 for
@@ -41,8 +41,9 @@
 // (packTrans8, generated with the kernels) instead of a scalar scatter. A
 // transposed A (Aᵀ·B: weight gradients, attention's dK and dV) is read in
 // place by the Cols kernels, whose k step's values for a tile's 6 rows are
-// consecutive (decision 61); packCols6 still packs the widened blocks of
-// a transposed bf16 A.
+// consecutive (decision 61), unless its stored rows are a multiple of 4 KiB
+// apart; packCols6 packs those, and the widened blocks of a transposed
+// bf16 A.
 //
 // A·Bᵀ with at most DotMaxRows rows — a decoding step, x·Wᵀ for one to three
 // sequences — packs nothing: dot4 takes dot products of the stored rows,
@@ -177,7 +178,8 @@
 // (BenchmarkKernel) runs at 90–98 GFLOP/s. What is left on one core: on
 // the large shapes, packing B (a cache and TLB miss per row when ldb is
 // large, ~10% of the time for N = 8192) and the second k block's
-// read-modify-write of C; for Aᵀ·B with small n, packing A (TN 256,32,256).
+// read-modify-write of C; for Aᵀ·B with small n, packing A (TN 256,32,256;
+// measured before decision 61, which reads a transposed A in place).
 // On two cores, the loss is the other core being busy or its worker being
 // descheduled mid-chunk (the caller then waits for that chunk).
 //

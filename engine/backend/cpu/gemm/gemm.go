@@ -361,9 +361,13 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 	// A transposed A is read in place too (the Cols kernels: a k step's
 	// values for a tile's rows are consecutive), unless it is bf16
 	// (widened by blocks). Packing it, a weight gradient's dYᵀ over
-	// thousands of tokens, read a line per 6 values, again for every
-	// panel: dW products ran 10–30% slower (decision 61).
-	cols := useAsm && colsInPlace && g.transA && g.a16 == nil
+	// thousands of tokens, read a line per 6 values, again for the next
+	// 6-row panel of A: dW products ran 10–30% slower (decision 61). Not when the
+	// stored rows are a multiple of 4 KiB apart (lda a multiple of 1024):
+	// the k steps' lines then crowd a sixteenth of the L2's sets, and
+	// packing was faster (TN 1024³: 197–220 GFLOP/s in place, 260–298
+	// packed).
+	cols := useAsm && colsInPlace && g.transA && g.a16 == nil && g.lda%1024 != 0
 	// Panel by panel only with A read in place, once for all panels (a
 	// packed or widened A block would be made again for each).
 	step, each := ncMax, g.panelByPanel(m) && rows && g.a16 == nil
@@ -393,7 +397,8 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 			for ic := 0; ic < m; ic += mcMax {
 				mc := min(mcMax, m-ic)
 				// The block's A: rows in place from (i0+ic, pc) with
-				// rows, else packed (ap).
+				// rows, transposed in place from a[pc·lda + i0+ic] with
+				// cols, else packed (ap).
 				var av, ap []float32
 				ald := g.lda
 				switch {
@@ -507,7 +512,8 @@ func crowdedRows(lda, n int) bool {
 //
 // The panels are bp, or with rows bp16 in bfloat16 (read by the in-place
 // kernels' bf16 twins). A is ap packed, or with rows av in place (the
-// block's first row at av, the next ald on).
+// block's first row at av, the next ald on), or with cols av transposed in
+// place (row i at k step p at av[p·ald + i]).
 //
 // With stream (set for at most streamRows rows of B panels packed
 // beforehand) each B panel serves a few tiles only, right after it
@@ -548,7 +554,7 @@ func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, 
 // microTile computes the tile of h ≤ mr rows (≤ mrTall with rows and
 // span 2·nr, see macro) at row ir and w ≤ span
 // columns at column jr of the block at (i0, j0) with the kernel span
-// columns wide (nr, or 2·nr with useWide). With rows, A is read in place
+// columns wide (nr, or 2·nr with useWide). With rows or cols, A is read in place
 // from av (ap unused), h rows by a kernel of that many rows. A tile that is not
 // whole is computed into the workspace's scratch tile and the part inside
 // merged back, as alpha·acc + beta·C rounded twice (the kernels' own

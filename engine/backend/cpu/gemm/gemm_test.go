@@ -264,8 +264,11 @@ func TestSgemmRowsMatchPackedA(t *testing.T) {
 
 func rowsMatchPackedA(t *testing.T, beta float32) {
 	r := rand.New(rand.NewPCG(9, 10))
-	for _, m := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 23, 24, 25, 26, 27, 28, 29, 31} {
-		const n, k = 40, 70
+	for _, m := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 23, 24, 25, 26, 27, 28, 29, 31, 200} {
+		n, k := 40, 70
+		if m == 200 {
+			k = 300 // two k blocks, and a row block after the first
+		}
 		a, b := randMatrix(r, m*k), randMatrix(r, k*n)
 		at := make([]float32, k*m)
 		for i := 0; i < m; i++ {
@@ -278,9 +281,11 @@ func rowsMatchPackedA(t *testing.T, beta float32) {
 		copy(c2, c0)
 		SgemmSerial(false, false, m, n, k, 0.5, a, k, b, n, beta, c0, n)
 		SgemmSerial(true, false, m, n, k, 0.5, at, m, b, n, beta, c1, n)
-		colsInPlace = false
-		SgemmSerial(true, false, m, n, k, 0.5, at, m, b, n, beta, c2, n)
-		colsInPlace = true
+		func() {
+			colsInPlace = false
+			defer func() { colsInPlace = true }()
+			SgemmSerial(true, false, m, n, k, 0.5, at, m, b, n, beta, c2, n)
+		}()
 		for i := range c0 {
 			if math.Float32bits(c0[i]) != math.Float32bits(c2[i]) || math.Float32bits(c1[i]) != math.Float32bits(c2[i]) {
 				t.Fatalf("m=%d beta=%v: C[%d] = %v (A in place), %v (transposed A in place), %v (A packed)", m, beta, i, c0[i], c1[i], c2[i])

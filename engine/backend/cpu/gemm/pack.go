@@ -4,6 +4,8 @@ package gemm
 // into the order the micro-kernel reads them, so its inner loop walks two
 // contiguous streams. The transposes are handled here, by reading the
 // stored matrix with the right strides: no caller ever transposes a copy.
+// (A float32 A, plain or transposed, is mostly read in place instead: see
+// tile.)
 //
 // Packed A (mc×kc block at row i0, k offset p0): panels of mr rows; panel q
 // starts at q·mr·kc and holds, for p = 0 … kc-1, the mr values

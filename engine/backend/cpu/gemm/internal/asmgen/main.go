@@ -691,8 +691,10 @@ func widenKernels() {
 
 // colPack emits packCols6, the packing of one full panel of a transposed A
 // (op(A)[i][p] = a[p·lda + i]): 6 consecutive floats of each of kc stored
-// rows. The Go loop it replaces spent 10% of a training step here (the
-// weight gradients dW = dYᵀ·X and attention's dK, dV are such products).
+// rows. The Go loop it replaces spent 10% of a training step here, when
+// the weight gradients dW = dYᵀ·X and attention's dK, dV packed their A;
+// since the Cols kernels it packs only a transposed A whose rows crowd the
+// L2 (lda a multiple of 1024) and the widened blocks of a bf16 one.
 func colPack() {
 	TEXT("packCols6", NOSPLIT, "func(dst, src *float32, lda, kc int)")
 	Doc(
