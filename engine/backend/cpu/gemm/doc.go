@@ -41,9 +41,8 @@
 // (packTrans8, generated with the kernels) instead of a scalar scatter. A
 // transposed A (Aᵀ·B: weight gradients, attention's dK and dV) is read in
 // place by the Cols kernels, whose k step's values for a tile's 6 rows are
-// consecutive (decision 61), unless its stored rows are a multiple of 4 KiB
-// apart; packCols6 packs those, and the widened blocks of a transposed
-// bf16 A.
+// consecutive (decision 61), a bf16 one as its widened blocks, unless its
+// stored rows are a multiple of 4 KiB apart; packCols6 packs those.
 //
 // A·Bᵀ with at most DotMaxRows rows — a decoding step, x·Wᵀ for one to three
 // sequences — packs nothing: dot4 takes dot products of the stored rows,

@@ -359,15 +359,15 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 		rows = useAsm && !g.transA && !crowdedRows(kb, mr) // widenA's rows are kc apart
 	}
 	// A transposed A is read in place too (the Cols kernels: a k step's
-	// values for a tile's rows are consecutive), unless it is bf16
-	// (widened by blocks). Packing it, a weight gradient's dYᵀ over
+	// values for a tile's rows are consecutive), a bf16 one as its
+	// widened blocks (mc values a row). Packing it, a weight gradient's dYᵀ over
 	// thousands of tokens, read a line per 6 values, again for the next
 	// 6-row panel of A: dW products ran 10–30% slower (decision 61). Not when the
 	// stored rows are a multiple of 4 KiB apart (lda a multiple of 1024):
 	// the k steps' lines then crowd a sixteenth of the L2's sets, and
 	// packing was faster (TN 1024³: 197–220 GFLOP/s in place, 260–298
 	// packed).
-	cols := useAsm && colsInPlace && g.transA && g.a16 == nil && g.lda%1024 != 0
+	cols := useAsm && colsInPlace && g.transA && (g.a16 != nil || g.lda%1024 != 0)
 	// Panel by panel only with A read in place, once for all panels (a
 	// packed or widened A block would be made again for each).
 	step, each := ncMax, g.panelByPanel(m) && rows && g.a16 == nil
@@ -407,7 +407,7 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 					// then read as a float32 A whose block is at (0, 0).
 					blk, ld := ws.widenA(g, i0+ic, mc, pc, kc)
 					av, ald = blk, ld
-					if !rows {
+					if !rows && !cols {
 						ap = ws.packA(&problem{transA: g.transA, a: blk, lda: ld}, 0, mc, 0, kc)
 					}
 				case rows:

@@ -694,7 +694,7 @@ func widenKernels() {
 // rows. The Go loop it replaces spent 10% of a training step here, when
 // the weight gradients dW = dYᵀ·X and attention's dK, dV packed their A;
 // since the Cols kernels it packs only a transposed A whose rows crowd the
-// L2 (lda a multiple of 1024) and the widened blocks of a bf16 one.
+// L2 (lda a multiple of 1024).
 func colPack() {
 	TEXT("packCols6", NOSPLIT, "func(dst, src *float32, lda, kc int)")
 	Doc(
