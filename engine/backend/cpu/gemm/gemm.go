@@ -359,14 +359,14 @@ func (g *problem) tile(i0, m, j0, n int, ws *workspace) {
 		rows = useAsm && !g.transA && !crowdedRows(kb, mr) // widenA's rows are kc apart
 	}
 	// A transposed A is read in place too (the Cols kernels: a k step's
-	// values for a tile's rows are consecutive), a bf16 one as its
-	// widened blocks (mc values a row). Packing it, a weight gradient's dYᵀ over
+	// values for a tile's rows are consecutive), a bf16 one as its widened
+	// blocks (mc values a row). Packing it, a weight gradient's dYᵀ over
 	// thousands of tokens, read a line per 6 values, again for the next
-	// 6-row panel of A: dW products ran 10–30% slower (decision 61). Not when the
-	// stored rows are a multiple of 4 KiB apart (lda a multiple of 1024):
-	// the k steps' lines then crowd a sixteenth of the L2's sets, and
-	// packing was faster (TN 1024³: 197–220 GFLOP/s in place, 260–298
-	// packed).
+	// 6-row panel of A: dW products ran 10–30% slower (decision 61). Not
+	// when the stored rows are a multiple of 4 KiB apart (lda a multiple
+	// of 1024): the k steps' lines then crowd a sixteenth of the L2's
+	// sets, and packing was faster (TN 1024³: 197–220 GFLOP/s in place,
+	// 260–298 packed).
 	cols := useAsm && colsInPlace && g.transA && (g.a16 != nil || g.lda%1024 != 0)
 	// Panel by panel only with A read in place, once for all panels (a
 	// packed or widened A block would be made again for each).
@@ -551,11 +551,11 @@ func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, 
 	}
 }
 
-// microTile computes the tile of h ≤ mr rows (≤ mrTall with rows and
-// span 2·nr, see macro) at row ir and w ≤ span
-// columns at column jr of the block at (i0, j0) with the kernel span
-// columns wide (nr, or 2·nr with useWide). With rows or cols, A is read in place
-// from av (ap unused), h rows by a kernel of that many rows. A tile that is not
+// microTile computes the tile of h ≤ mr rows (≤ mrTall with rows and span
+// 2·nr, see macro) at row ir and w ≤ span columns at column jr of the block
+// at (i0, j0) with the kernel span columns wide (nr, or 2·nr with useWide).
+// With rows or cols, A is read in place from av (ap unused), h rows by a
+// kernel of that many rows. A tile that is not
 // whole is computed into the workspace's scratch tile and the part inside
 // merged back, as alpha·acc + beta·C rounded twice (the kernels' own
 // merge is one FMA): the same bits whichever width computed it.
