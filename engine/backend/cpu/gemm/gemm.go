@@ -519,12 +519,14 @@ func crowdedRows(lda, n int) bool {
 // beforehand) each B panel serves a few tiles only, right after it
 // arrives from memory, and the kernels prefetch the next.
 func (g *problem) macro(ws *workspace, ap, av []float32, ald int, bp []float32, bp16 []uint16, i0, mc, j0, nc, kc int, beta float32, rows, cols, stream bool) {
+	// The block's tiling for pairs of panels, the same for every pair.
+	tall := rows && mc <= streamRows && (beta == 0 || beta == 1) && !crowdedRows(ald, mrTall)
 	for jr := 0; jr < nc; {
 		span := nr
 		if useAsm && useWide && jr+2*nr <= nc {
 			span = 2 * nr
 		}
-		if rows && span > nr && mc <= streamRows && (beta == 0 || beta == 1) && !crowdedRows(ald, mrTall) {
+		if tall && span > nr {
 			// A block of a few rows (a decoding step's) goes to the
 			// AVX-512 in-place kernels of up to mrTall rows, in tiles as
 			// even as the rows allow: 16 rows as 8 + 8, where 6 + 6 + 4
