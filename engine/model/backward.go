@@ -126,7 +126,7 @@ func (m *Model) Backward(g Grad) error {
 			}
 			b.LogSoftmaxBackward(logits, logits, b.Slice(ws.lse, r0, n), b.Slice(ws.ent, r0, n), ws.headTargets[r0:r0+n],
 				b.Slice(ws.dlp, r0, n), b.Slice(ws.dent, r0, n), n, V)
-			m.linearBackward(b.Slice(dxh, r0*d, n*d), m.g.lmHead, nil, logits, xr, mw.lmHead, nil, n, d, V)
+			m.linearBackward(b.Slice(dxh, r0*d, n*d), m.g.lmHead, nil, logits, xr, mw.lmHead, nil, n, d, V, addGrad)
 		}
 		if ws.gathered {
 			// Scattered into their rows of the zeroed dln (a row each).
@@ -139,7 +139,7 @@ func (m *Model) Backward(g Grad) error {
 		if err := b.Upload(ws.dvl, ws.dvalRow); err != nil {
 			return fmt.Errorf("backward: %w", err)
 		}
-		m.linearBackward(ws.dln, m.g.valueW, m.g.valueB, ws.dvl, x, mw.valueW, nil, T, d, 1)
+		m.linearBackward(ws.dln, m.g.valueW, m.g.valueB, ws.dvl, x, mw.valueW, nil, T, d, 1, addGrad)
 	}
 	b.Zero(ws.dres)
 	b.RMSNormBackward(ws.dres, m.normGrad(m.g.norm), ws.dln, final, m.p.norm, rstdf, T, d)
@@ -159,30 +159,26 @@ func (m *Model) Backward(g Grad) error {
 		}
 		w, mm, gw := &m.p.layers[l], &mw.layers[l], &m.g.layers[l]
 		// MLP branch: out = resid2 + down(silu(gate(ln2))·up(ln2)).
-		b.Zero(ws.dh)
-		m.linearBackward(ws.dh, gw.down, nil, ws.dres, m.in(0, a.h, T*I), mm.down, m.adapterAt(l, modDown), T, I, d)
+		m.linearBackward(ws.dh, gw.down, nil, ws.dres, m.in(0, a.h, T*I), mm.down, m.adapterAt(l, modDown), T, I, d, setGrad)
 		b.Zero(ws.dgate)
 		b.Zero(ws.dup)
 		b.SwiGLUBackward(ws.dgate, ws.dup, ws.dh, a.gate, a.up, T*I)
-		b.Zero(ws.dln)
 		x := m.in(0, a.ln2, T*d)
-		m.linearBackward(ws.dln, gw.gate, nil, ws.dgate, x, mm.gate, m.adapterAt(l, modGate), T, d, I)
-		m.linearBackward(ws.dln, gw.up, nil, ws.dup, x, mm.up, m.adapterAt(l, modUp), T, d, I)
+		m.linearBackward(ws.dln, gw.gate, nil, ws.dgate, x, mm.gate, m.adapterAt(l, modGate), T, d, I, setGrad)
+		m.linearBackward(ws.dln, gw.up, nil, ws.dup, x, mm.up, m.adapterAt(l, modUp), T, d, I, addGrad)
 		b.RMSNormBackward(ws.dres, m.normGrad(gw.postNorm), ws.dln, a.resid2, w.postNorm, a.rstd2, T, d)
 		// Attention branch: resid2 = resid + o(attention(rope(q), rope(k), v)).
-		b.Zero(ws.dattOut)
-		m.linearBackward(ws.dattOut, gw.o, nil, ws.dres, m.in(0, a.attOut, T*C), mm.o, m.adapterAt(l, modO), T, C, d)
+		m.linearBackward(ws.dattOut, gw.o, nil, ws.dres, m.in(0, a.attOut, T*C), mm.o, m.adapterAt(l, modO), T, C, d, setGrad)
 		b.Zero(ws.dq)
 		b.Zero(ws.dk)
 		b.Zero(ws.dv)
 		b.AttentionBackward(ws.dq, ws.dk, ws.dv, ws.datt, ws.dattOut, a.att, a.q, a.k, a.v, lens, nH, nKV, hd)
 		b.RopeBackward(ws.dq, m.cos, m.sin, ws.batchPos, T, nH, hd)
 		b.RopeBackward(ws.dk, m.cos, m.sin, ws.batchPos, T, nKV, hd)
-		b.Zero(ws.dln)
 		x = m.in(0, a.ln1, T*d)
-		m.linearBackward(ws.dln, gw.q, gw.qb, ws.dq, x, mm.q, m.adapterAt(l, modQ), T, d, C)
-		m.linearBackward(ws.dln, gw.k, gw.kb, ws.dk, x, mm.k, m.adapterAt(l, modK), T, d, KV)
-		m.linearBackward(ws.dln, gw.v, gw.vb, ws.dv, x, mm.v, m.adapterAt(l, modV), T, d, KV)
+		m.linearBackward(ws.dln, gw.q, gw.qb, ws.dq, x, mm.q, m.adapterAt(l, modQ), T, d, C, setGrad)
+		m.linearBackward(ws.dln, gw.k, gw.kb, ws.dk, x, mm.k, m.adapterAt(l, modK), T, d, KV, addGrad)
+		m.linearBackward(ws.dln, gw.v, gw.vb, ws.dv, x, mm.v, m.adapterAt(l, modV), T, d, KV, addGrad)
 		b.RMSNormBackward(ws.dres, m.normGrad(gw.inNorm), ws.dln, a.resid, w.inNorm, a.rstd1, T, d)
 	}
 	if m.g.embed != nil { // frozen under adapters

@@ -74,16 +74,25 @@ func (m *Model) linear(out, x, weight, bias backend.Buffer, N, C, OC int) {
 	}
 }
 
-// linearBackward accumulates dinp += dout·weight, dweight += doutᵀ·x and
-// dbias += Σₙ dout[n] (dinp, dweight and dbias may be nil: not needed, or
-// frozen), with x (the layer's input) from in and weight from mat; dout
-// is float32, rounded here for the products. With linear these are the
-// three layouts of Gemm the engine uses (NT, NN, TN). ad is the layer's
-// adapter (nil: none), whose gradients and part of dinp are added.
-func (m *Model) linearBackward(dinp, dweight, dbias, dout, x, weight backend.Buffer, ad *adapter, N, C, OC int) {
+// How linearBackward writes dinp: the beta of its product.
+const (
+	setGrad float32 = 0 // dinp = dout·weight
+	addGrad float32 = 1 // dinp += dout·weight
+)
+
+// linearBackward computes dinp = beta·dinp + dout·weight (beta setGrad or
+// addGrad) and accumulates dweight += doutᵀ·x and dbias += Σₙ dout[n]
+// (dinp, dweight and dbias may be nil: not needed, or frozen), with x (the
+// layer's input) from in and weight from mat; dout is float32, rounded
+// here for the products. With linear these are the three layouts of Gemm
+// the engine uses (NT, NN, TN). ad is the layer's adapter (nil: none),
+// whose gradients and part of dinp are added. Setting dinp gives the bits
+// of adding into zeros without writing the zeros first: a product's sums
+// start at +0 and so are never −0, and +0 + s = s.
+func (m *Model) linearBackward(dinp, dweight, dbias, dout, x, weight backend.Buffer, ad *adapter, N, C, OC int, beta float32) {
 	g := m.in(1, dout, N*OC)
 	if dinp != nil {
-		m.gemm(false, false, N, C, OC, 1, g, OC, weight, C, 1, dinp, C)
+		m.gemm(false, false, N, C, OC, 1, g, OC, weight, C, beta, dinp, C)
 	}
 	if dweight != nil {
 		m.gemm(true, false, OC, C, N, 1, g, OC, x, C, 1, dweight, C)
