@@ -100,6 +100,7 @@ func runBench(args []string) error {
 	// gracefully on a busy one (torch 2 + OpenBLAS 1 lost 5–7× there).
 	torchThreads := fs.Int("torch-threads", 1, "PyTorch peer: torch.set_num_threads")
 	blasThreads := fs.Int("openblas-threads", 2, "PyTorch peer: OPENBLAS_NUM_THREADS")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of our side (the peers run in their own processes) to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -159,6 +160,11 @@ func runBench(args []string) error {
 		fmt.Println(o.blas)
 	}
 	fmt.Println()
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	var rows []benchRow
 	for _, p := range o.presets {
 		var r []benchRow

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -180,17 +179,11 @@ func runTrain(args []string) error {
 		return err
 	}
 	c.Comm = comm
-	if a.cpuprofile != "" {
-		f, err := os.Create(a.cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(a.cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	ctx, stop := interruptible()
 	defer stop()
 	var obs train.Observer = &printer{out: os.Stderr, quiet: a.quiet, start: time.Now(), steps: c.Steps, warmStart: warmStartLine(&c)}
