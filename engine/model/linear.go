@@ -86,9 +86,12 @@ const (
 // layer's input) from in and weight from mat; dout is float32, rounded
 // here for the products. With linear these are the three layouts of Gemm
 // the engine uses (NT, NN, TN). ad is the layer's adapter (nil: none),
-// whose gradients and part of dinp are added. Setting dinp gives the bits
-// of adding into zeros without writing the zeros first: a product's sums
-// start at +0 and so are never −0, and +0 + s = s.
+// whose gradients and part of dinp are added. Setting dinp gives the
+// values of adding into zeros without writing the zeros first (+0 + s =
+// s); only a sum that underflows to zero (or that VDPBF16PS flushes below
+// 2⁻¹²⁶) may now keep a −0 where adding made it +0, and every later use
+// of these buffers adds or multiplies it into sums, where ±0 give the same
+// result.
 func (m *Model) linearBackward(dinp, dweight, dbias, dout, x, weight backend.Buffer, ad *adapter, N, C, OC int, beta float32) {
 	g := m.in(1, dout, N*OC)
 	if dinp != nil {
